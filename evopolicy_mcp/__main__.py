@@ -1,0 +1,3 @@
+from evopolicy_mcp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""The loop inside a policy process: import the program, build the policy, answer observations.
+
+Runs after :func:`evopolicy_mcp.confine.enter_episode`. Everything the program
+does wrong becomes one ERROR frame the host turns into a failure code, with a
+traceback excerpt whose file names are relative to the program (no host path
+leaves through it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import sys
+import traceback
+from types import CodeType
+from typing import Any, NoReturn
+
+from evopolicy_mcp import confine, frames
+from evopolicy_mcp.confine import FD_ACTIONS, FD_OBSERVATIONS
+from evopolicy_mcp.policy import PolicyContext
+
+__all__ = ["run_policy"]
+
+TRACEBACK_CHARS = 4000
+MESSAGE_CHARS = 500
+
+
+def _send(kind: int, value: Any = None) -> None:
+    data = memoryview(frames.frame(kind, value))
+    while data:
+        written = os.write(FD_ACTIONS, data)
+        data = data[written:]
+
+
+def _receive(reader: frames.FrameReader) -> tuple[int, Any]:
+    while True:
+        got = reader.next()
+        if got is not None:
+            kind, payload = got
+            return kind, frames.decode(payload)
+        chunk = os.read(FD_OBSERVATIONS, 1 << 16)
+        if not chunk:
+            _exit(0)  # the host closed the pipe: the episode is over
+        reader.feed(chunk)
+
+
+def _clean_traceback(exc: BaseException, program_dir: str) -> str:
+    prefix = program_dir.rstrip("/") + "/"
+    lines = ["Traceback (most recent call last):"]
+    for entry in traceback.extract_tb(exc.__traceback__):
+        if entry.filename.startswith(prefix):
+            name = entry.filename[len(prefix) :]
+        elif entry.filename == __file__:
+            continue  # the runner's own frames say nothing about the program
+        else:
+            # Library frames keep their last two path parts: enough to recognise, no host layout.
+            name = "<python>/" + "/".join(entry.filename.split("/")[-2:])
+        lines.append(f'  File "{name}", line {entry.lineno}, in {entry.name}')
+        if entry.line:
+            lines.append(f"    {entry.line.strip()}")
+    lines += [line.rstrip("\n") for line in traceback.format_exception_only(type(exc), exc)]
+    text = "\n".join(lines).replace(prefix, "")
+    if len(text) > TRACEBACK_CHARS:
+        text = text[:1000] + "\n...[cut]...\n" + text[-(TRACEBACK_CHARS - 1000) :]
+    return text
+
+
+def _fail(kind: str, where: str, exc: BaseException, program_dir: str) -> NoReturn:
+    message = f"{where}: {type(exc).__name__}: {exc}".replace(program_dir.rstrip("/") + "/", "")
+    _send(
+        frames.ERROR,
+        {
+            "kind": kind,
+            "message": message[:MESSAGE_CHARS],
+            "traceback": _clean_traceback(exc, program_dir),
+        },
+    )
+    _exit(0)
+
+
+def _exit(code: int) -> NoReturn:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+def _load(program_dir: str, code: CodeType | None) -> Any:
+    sys.path.insert(0, program_dir)
+    path = os.path.join(program_dir, "policy.py")
+    spec = importlib.util.spec_from_file_location("policy", path)
+    if spec is None or spec.loader is None:
+        raise ImportError("policy.py cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["policy"] = module
+    if code is None:
+        spec.loader.exec_module(module)
+    else:
+        exec(code, module.__dict__)  # the template compiled this snapshot's policy.py
+    return module
+
+
+def warm_up() -> None:
+    """Run the start of a policy process's path once in the template, so lazily built
+    caches exist before the fork and each episode copies fewer pages."""
+    frames.decode(frames.encode({"a": [1, 2.0, None, True, "s", b"b"]})[0:])
+    PolicyContext(task_id="t", observation_space={}, action_space={})
+    confine.prctl(confine.PR_GET_DUMPABLE)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.getsignal(sig))
+    fd = os.open(os.devnull, os.O_WRONLY)
+    try:
+        open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False).close()
+    finally:
+        os.close(fd)
+    importlib.util.spec_from_file_location("policy", __file__)
+    traceback.extract_stack()
+
+
+def run_policy(program_dir: str, code: CodeType | None = None) -> NoReturn:
+    reader = frames.FrameReader(max_frame=1 << 30)  # host frames are trusted
+    kind, context = _receive(reader)
+    if kind != frames.CONTEXT:
+        _exit(2)
+    ctx = PolicyContext(**context)
+    try:
+        module = _load(program_dir, code)
+        make_policy = getattr(module, "make_policy", None)
+        if not callable(make_policy):
+            raise AttributeError("policy.py defines no make_policy(context) function")
+        policy = make_policy(ctx)
+        act = getattr(policy, "act", None)
+        if not callable(act):
+            raise TypeError(
+                f"make_policy returned a {type(policy).__name__} without an act(observation) method"
+            )
+    except MemoryError as exc:
+        _fail("resource_limit", "memory limit reached while starting", exc, program_dir)
+    except BaseException as exc:  # SystemExit too: a policy must not end the protocol itself
+        _fail("exception", "while starting (import or make_policy)", exc, program_dir)
+    _send(frames.READY)
+    while True:
+        kind, observation = _receive(reader)
+        if kind != frames.OBSERVATION:
+            _exit(0)
+        try:
+            action = act(observation)
+        except MemoryError as exc:
+            _fail("resource_limit", "memory limit reached in act()", exc, program_dir)
+        except BaseException as exc:
+            _fail("exception", "in act()", exc, program_dir)
+        try:
+            payload = frames.frame(frames.ACTION, action)
+        except (frames.FrameError, RecursionError) as exc:
+            _send(
+                frames.ERROR,
+                {
+                    "kind": "invalid_action",
+                    "message": f"act() returned a value that is not an action ({exc}); "
+                    "return an int, a float, a list of numbers or a numpy value",
+                    "traceback": "",
+                },
+            )
+            _exit(0)
+        data = memoryview(payload)
+        while data:
+            data = data[os.write(FD_ACTIONS, data) :]

@@ -1,0 +1,119 @@
+"""Confinement applied inside a freshly forked policy process, before any program code runs.
+
+Everything here must be cheap (it runs once per episode after ``fork``) and
+must only narrow what the process can do. The order matters: the process
+first leaves the template's session, arranges to die with its parent, moves
+its frame pipes to fixed descriptors and closes every other one, then lowers
+its resource limits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import resource
+import signal
+import sys
+from dataclasses import dataclass
+
+__all__ = [
+    "FD_ACTIONS",
+    "FD_OBSERVATIONS",
+    "ProcessLimits",
+    "apply_limits",
+    "enter_episode",
+    "prctl",
+]
+
+# Fixed descriptors inside a policy process: observations in, actions out.
+FD_OBSERVATIONS = 3
+FD_ACTIONS = 4
+
+PR_SET_PDEATHSIG = 1
+PR_GET_DUMPABLE = 3
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def prctl(option: int, arg: int = 0) -> int:
+    result = int(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0))
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl({option}) failed: {os.strerror(err)}")
+    return result
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    """Resource limits of one policy process. Wall-clock deadlines stay in the host."""
+
+    memory_bytes: int = 2 << 30
+    cpu_seconds: int = 60
+    open_files: int = 64
+    file_bytes: int = 64 << 20
+
+
+def apply_limits(limits: ProcessLimits) -> None:
+    def lower(which: int, value: int) -> None:
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+    lower(resource.RLIMIT_AS, limits.memory_bytes)
+    # Soft CPU limit sends SIGXCPU; the hard limit one second later kills outright.
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    cpu_hard = limits.cpu_seconds + 1
+    if hard != resource.RLIM_INFINITY:
+        cpu_hard = min(cpu_hard, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (min(limits.cpu_seconds, cpu_hard), cpu_hard))
+    lower(resource.RLIMIT_NOFILE, limits.open_files)
+    lower(resource.RLIMIT_FSIZE, limits.file_bytes)
+    lower(resource.RLIMIT_CORE, 0)
+
+
+def enter_episode(
+    observations_fd: int,
+    actions_fd: int,
+    output_fd: int,
+    *,
+    scratch_dir: str,
+    cpu: int | None,
+    limits: ProcessLimits,
+) -> None:
+    """Turn a just-forked child of the template into a confined policy process."""
+    os.setsid()  # own session and process group: the host kills the whole group at the end
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    # Frame pipes onto fixed numbers, stdout and stderr into the captured output pipe.
+    # Lift the received descriptors above the fixed numbers first so no dup2 clobbers another.
+    observations_fd, actions_fd, output_fd = (
+        fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (observations_fd, actions_fd, output_fd)
+    )
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.dup2(observations_fd, FD_OBSERVATIONS)
+    os.dup2(actions_fd, FD_ACTIONS)
+    os.closerange(FD_ACTIONS + 1, 1 << 16)  # nothing else of the template's survives
+    # Print goes straight to the captured pipe: a policy killed at the end of its episode
+    # loses no buffered output.
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(  # noqa: SIM115
+        2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
+    )
+    os.chdir(scratch_dir)
+    if cpu is not None:
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            pass  # a restricted cpuset; staying unpinned is only slower
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    apply_limits(limits)

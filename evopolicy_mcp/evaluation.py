@@ -1,0 +1,371 @@
+"""Evaluation: one program over a list of episodes -> feedback.
+
+For each episode the adapter builds a fresh environment in this (trusted)
+process and the runner a fresh policy process; the loop here passes
+observations out and actions in, and keeps only bounded data: running sums
+for the summary and a capped step trace for the first few episodes, so host
+memory does not grow with episode length.
+
+Invariants:
+
+- Host and adapter faults raise :class:`EvaluationAborted`; they are never
+  reported as a policy failure.
+- Results depend only on (program, task, jobs), not on the number of workers
+  or their timing: each episode is seeded from its job and runs alone in its
+  process, and results are put back in job order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from evopolicy_mcp import seeds
+from evopolicy_mcp.adapters import Adapter, AdapterError, EnvSpec, InvalidAction, load_adapter
+from evopolicy_mcp.feedback import EpisodeSummary, Feedback, Trace, TraceStep, bounded_text
+from evopolicy_mcp.frames import FrameError
+from evopolicy_mcp.runner import Failure, PolicyFailure, ProcessLimits, Runner, RunnerError
+from evopolicy_mcp.scoring import aggregate_metrics, score_episodes
+from evopolicy_mcp.snapshot import Program
+from evopolicy_mcp.tasks import Task
+
+__all__ = [
+    "EpisodeJob",
+    "EvaluationAborted",
+    "Executor",
+    "ThreadExecutor",
+    "default_runner",
+    "evaluate",
+    "jobs_for",
+    "policy_context",
+]
+
+STDERR_CHARS = 4000
+T = TypeVar("T")
+
+
+class EvaluationAborted(Exception):
+    """A host or adapter fault stopped the evaluation. Nothing is a policy failure."""
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    index: int
+    env_seed: int
+    policy_seed: int
+
+
+def jobs_for(task: Task, split: str, indices: Sequence[int], secret: bytes) -> list[EpisodeJob]:
+    return [
+        EpisodeJob(
+            index=i,
+            env_seed=seeds.episode_seed(secret, task.id, split, i),
+            policy_seed=seeds.policy_seed(secret, task.id, split, i),
+        )
+        for i in indices
+    ]
+
+
+class Executor(Protocol):
+    """Runs ``work(job, slot)`` for every job; returns results in job order.
+
+    ``slot`` is the worker's number (used to pin a worker and its policy
+    processes to one CPU). ``on_done`` is called once per finished job, from
+    any thread. The first exception stops new work and is re-raised.
+    A distributed backend implements the same method.
+    """
+
+    def map(
+        self,
+        work: Callable[[EpisodeJob, int], T],
+        jobs: Sequence[EpisodeJob],
+        on_done: Callable[[T], None] | None = None,
+    ) -> list[T]: ...
+
+
+class ThreadExecutor:
+    """Worker threads in this process, each pinned to one CPU with its policy processes.
+
+    A round trip between processes on the same CPU costs a few microseconds,
+    across CPUs tens of them; the GIL is released while a worker waits.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.cpus = sorted(os.sched_getaffinity(0))
+        self.workers = max(1, workers or len(self.cpus))
+
+    def cpu_of(self, slot: int) -> int | None:
+        return self.cpus[slot % len(self.cpus)] if self.cpus else None
+
+    def map(
+        self,
+        work: Callable[[EpisodeJob, int], T],
+        jobs: Sequence[EpisodeJob],
+        on_done: Callable[[T], None] | None = None,
+    ) -> list[T]:
+        results: list[Any] = [None] * len(jobs)
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for position in range(len(jobs)):
+            todo.put(position)
+        errors: list[BaseException] = []
+        done_lock = threading.Lock()
+
+        def worker(slot: int) -> None:
+            cpu = self.cpu_of(slot)
+            if cpu is not None:
+                try:
+                    os.sched_setaffinity(0, {cpu})  # this thread only
+                except OSError:
+                    pass
+            while not errors:
+                try:
+                    position = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    result = work(jobs[position], slot)
+                except BaseException as exc:
+                    errors.append(exc)
+                    return
+                results[position] = result
+                if on_done is not None:
+                    with done_lock:
+                        on_done(result)
+
+        count = min(self.workers, len(jobs))
+        threads = [
+            threading.Thread(
+                target=worker, args=(slot,), name=f"evopolicy-episode-{slot}", daemon=True
+            )
+            for slot in range(count)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        return results
+
+
+_default_runner: Runner | None = None
+_default_lock = threading.Lock()
+
+
+def default_runner() -> Runner:
+    """A process-wide runner, started on first use."""
+    global _default_runner
+    with _default_lock:
+        if _default_runner is None:
+            _default_runner = Runner()
+        return _default_runner
+
+
+def policy_context(task: Task, spec: EnvSpec, policy_seed: int) -> dict[str, Any]:
+    return {
+        "task_id": task.id,
+        "observation_space": spec.observation_space,
+        "action_space": spec.action_space,
+        "parameters": dict(task.parameters),
+        "metadata": dict(spec.metadata),
+        "policy_seed": policy_seed,
+    }
+
+
+def jsonable(value: Any) -> Any:
+    """Observations and actions as JSON values for traces (arrays become lists)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class _Outcome:
+    summary: EpisodeSummary
+    trace: Trace | None
+
+
+class _Episode:
+    """Everything one evaluation needs to run its episodes; ``run`` is the executor's work."""
+
+    def __init__(
+        self,
+        program: Program,
+        task: Task,
+        adapter: Adapter,
+        spec: EnvSpec,
+        runner: Runner,
+        executor: ThreadExecutor | Executor,
+        trace_positions: set[int],
+    ) -> None:
+        self.program = program
+        self.task = task
+        self.adapter = adapter
+        self.spec = spec
+        self.runner = runner
+        self.executor = executor
+        self.trace_indices = trace_positions
+        lim = task.limits
+        self.limits = ProcessLimits(memory_bytes=lim.memory_mb << 20, cpu_seconds=lim.cpu_seconds)
+        self.max_steps = spec.max_steps
+
+    def run(self, job: EpisodeJob, slot: int) -> _Outcome:
+        task, lim = self.task, self.task.limits
+        cpu = self.executor.cpu_of(slot) if isinstance(self.executor, ThreadExecutor) else None
+        trace: list[TraceStep] | None = [] if job.index in self.trace_indices else None
+        trace_cut = False
+        episode_return, steps = 0.0, 0
+        terminated = truncated = False
+        failure: PolicyFailure | None = None
+        metrics: dict[str, float] = {}
+        started = time.monotonic()
+        try:
+            with self.runner.open(
+                self.program.path,
+                self.limits,
+                act_seconds=lim.act_seconds,
+                startup_seconds=lim.startup_seconds,
+                episode_seconds=lim.episode_seconds,
+                cpu=cpu,
+            ) as proc:
+                proc.send_context(policy_context(task, self.spec, job.policy_seed))
+                env = self._adapter_call(self.adapter.make_episode, task.parameters, job.env_seed)
+                try:
+                    observation = self._adapter_call(env.reset)
+                    proc.wait_ready()
+                    while True:
+                        try:
+                            action = proc.act(observation)
+                        except FrameError as exc:  # the adapter's observation cannot be sent
+                            raise EvaluationAborted(
+                                f"adapter fault: unsendable observation: {exc}"
+                            ) from exc
+                        try:
+                            step = env.step(action)
+                        except InvalidAction as exc:
+                            raise PolicyFailure(
+                                Failure.INVALID_ACTION, f"step {steps}: {exc}"
+                            ) from None
+                        except Exception as exc:
+                            raise EvaluationAborted(f"adapter fault in step(): {exc!r}") from exc
+                        if trace is not None:
+                            if len(trace) < task.trace_steps:
+                                trace.append(
+                                    TraceStep(
+                                        t=steps,
+                                        observation=jsonable(observation),
+                                        action=jsonable(action),
+                                        reward=step.reward,
+                                    )
+                                )
+                            else:
+                                trace_cut = True
+                        episode_return += step.reward
+                        steps += 1
+                        observation = step.observation
+                        terminated, truncated = step.terminated, step.truncated
+                        if terminated or truncated:
+                            break
+                        if self.max_steps is not None and steps >= self.max_steps:
+                            truncated = True
+                            break
+                except PolicyFailure as exc:
+                    failure = exc
+                finally:
+                    metrics = self._adapter_call(env.metrics)
+                    self._adapter_call(env.close)
+            output = proc.output()
+        except RunnerError as exc:
+            raise EvaluationAborted(f"host fault in the policy runner: {exc}") from exc
+        summary = EpisodeSummary(
+            index=job.index,
+            status="failed" if failure else "ok",
+            failure=failure.code if failure else None,
+            message=failure.message if failure else None,
+            traceback=failure.traceback if failure else None,
+            stderr=bounded_text(output, STDERR_CHARS) if output else None,
+            episode_return=episode_return,
+            steps=steps,
+            terminated=terminated,
+            truncated=truncated,
+            metrics={k: float(v) for k, v in metrics.items()},
+            seconds=round(time.monotonic() - started, 6),
+        )
+        return _Outcome(
+            summary,
+            Trace(index=job.index, steps=trace, truncated=trace_cut) if trace is not None else None,
+        )
+
+    @staticmethod
+    def _adapter_call(fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return fn(*args)
+        except (EvaluationAborted, PolicyFailure):
+            raise
+        except Exception as exc:
+            raise EvaluationAborted(
+                f"adapter fault in {getattr(fn, '__name__', fn)}(): {exc!r}"
+            ) from exc
+
+
+def evaluate(
+    program: Program,
+    task: Task,
+    jobs: Sequence[EpisodeJob],
+    *,
+    runner: Runner | None = None,
+    workers: int | None = None,
+    executor: Executor | None = None,
+    on_episode: Callable[[EpisodeSummary], None] | None = None,
+    traces: bool = True,
+) -> Feedback:
+    """Evaluate ``program`` on ``jobs`` and return its feedback.
+
+    Synchronous and thread-safe. ``on_episode`` is called once per finished
+    episode (from a worker thread), in completion order.
+    """
+    started = time.monotonic()
+    try:
+        adapter = load_adapter(task.adapter)
+        spec = adapter.spec(task.parameters)
+    except AdapterError as exc:
+        raise EvaluationAborted(str(exc)) from exc
+    except Exception as exc:
+        raise EvaluationAborted(f"adapter fault in spec(): {exc!r}") from exc
+    pool = executor or ThreadExecutor(workers)
+    traced = {job.index for job in jobs[: task.trace_episodes]} if traces else set()
+    episode = _Episode(program, task, adapter, spec, runner or default_runner(), pool, traced)
+    callback = (lambda outcome: on_episode(outcome.summary)) if on_episode else None
+    outcomes = pool.map(episode.run, jobs, callback)
+    summaries = [o.summary for o in outcomes]
+    failures: dict[str, int] = {}
+    for s in summaries:
+        if s.failure is not None:
+            failures[s.failure.value] = failures.get(s.failure.value, 0) + 1
+    try:
+        score = score_episodes(summaries, task.score, adapter)
+    except AdapterError as exc:
+        raise EvaluationAborted(str(exc)) from exc
+    return Feedback(
+        task_id=task.id,
+        score=score,
+        score_metric=task.score.metric,
+        direction=task.score.direction,
+        episodes=summaries,
+        metrics=aggregate_metrics(summaries),
+        failures=failures,
+        traces=[o.trace for o in outcomes if o.trace is not None],
+        seconds=round(time.monotonic() - started, 6),
+    )

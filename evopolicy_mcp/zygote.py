@@ -1,0 +1,253 @@
+"""The template process: a warm, clean interpreter that forks one policy process per episode.
+
+Started once per :class:`~evopolicy_mcp.runner.Runner` with a minimal
+environment and nothing of the host imported (no tasks, no records, no
+simulators). Forking it costs a millisecond or two where a new interpreter
+costs tens.
+
+It is also the reaper. It is a child subreaper, so anything a policy leaves
+behind (a daemonised grandchild, a child that outlived its parent) is
+reparented here and killed when its episode ends; it dies with the host
+(parent-death signal) and takes every policy process with it. Invariant: when
+the host hears that an episode's process exited, no process of that episode
+remains.
+
+Control protocol (host <-> template, a SOCK_SEQPACKET pair; both ends are
+trusted code, policy processes close it before any program code runs): JSON
+messages; ``spawn`` carries three descriptors (observations read end,
+actions write end, output write end) as SCM_RIGHTS.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+from types import CodeType
+from typing import Any
+
+from evopolicy_mcp import confine
+from evopolicy_mcp.child import run_policy, warm_up
+
+__all__ = ["main"]
+
+PRELOAD = (
+    "numpy",
+    "math",
+    "random",
+    "json",
+    "collections",
+    "itertools",
+    "functools",
+    "dataclasses",
+    "typing",
+    "heapq",
+    "bisect",
+    "statistics",
+    "re",
+    "traceback",
+    "importlib.util",
+)
+MAX_CONTROL_MESSAGE = 1 << 16
+
+
+class Template:
+    def __init__(self, control: socket.socket, scratch_root: str) -> None:
+        self.control = control
+        self.scratch_root = scratch_root
+        self.leaders: dict[int, int] = {}  # pid -> episode id
+        self.pids: dict[int, int] = {}  # episode id -> pid
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.children_file = f"/proc/self/task/{os.getpid()}/children"
+        self.code: dict[str, CodeType | None] = {}
+
+    def compiled(self, program: str) -> CodeType | None:
+        """``policy.py`` of a snapshot, compiled once here instead of once per episode.
+
+        Compiling executes nothing, and snapshots are immutable, so the path is
+        a sound key. Anything odd falls back to a plain import in the child,
+        which reports the error properly.
+        """
+        if program not in self.code:
+            path = os.path.join(program, "policy.py")
+            try:
+                with open(path, "rb") as f:
+                    code: CodeType | None = compile(f.read(), path, "exec", dont_inherit=True)
+            except Exception:
+                code = None
+            if len(self.code) >= 64:
+                self.code.pop(next(iter(self.code)))
+            self.code[program] = code
+        return self.code[program]
+
+    # -- host requests -------------------------------------------------------
+
+    def spawn(self, msg: dict[str, Any], fds: list[int]) -> None:
+        episode = int(msg["id"])
+        scratch = os.path.join(self.scratch_root, str(episode))
+        code = self.compiled(msg["program"])
+        try:
+            os.mkdir(scratch, 0o700)
+            pid = os.fork()
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            self.send({"op": "error", "id": episode, "message": f"cannot start: {exc}"})
+            return
+        if pid == 0:  # the policy process
+            try:
+                confine.enter_episode(
+                    *fds,
+                    scratch_dir=scratch,
+                    cpu=msg.get("cpu"),
+                    limits=confine.ProcessLimits(**msg["limits"]),
+                )
+                run_policy(msg["program"], code)
+            except BaseException:
+                os._exit(70)
+            os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        self.leaders[pid] = episode
+        self.pids[episode] = pid
+
+    def kill(self, episode: int) -> None:
+        pid = self.pids.get(episode)
+        if pid is None or pid not in self.leaders:
+            return  # already reaped: its exit report is on the way
+        for send_kill in (os.killpg, os.kill):
+            try:
+                send_kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    # -- reaping -------------------------------------------------------------
+
+    def children(self) -> list[int]:
+        try:
+            with open(self.children_file) as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            return []
+
+    def sweep(self) -> None:
+        """Kill every child that is not a live episode leader: leftovers of ended episodes."""
+        for _ in range(1000):
+            strays = [pid for pid in self.children() if pid not in self.leaders]
+            if not strays:
+                return
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for pid in strays:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+
+    def reap(self) -> None:
+        ended: list[tuple[int, int, int]] = []
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            episode = self.leaders.pop(pid, None)
+            if episode is not None:
+                ended.append((episode, pid, status))
+        for episode, pid, status in ended:
+            try:
+                os.killpg(pid, signal.SIGKILL)  # the rest of its group; the pgid stays reserved
+            except ProcessLookupError:
+                pass
+            self.sweep()
+            self.pids.pop(episode, None)
+            shutil.rmtree(os.path.join(self.scratch_root, str(episode)), ignore_errors=True)
+            self.send({"op": "exited", "id": episode, "status": status})
+
+    # -- loop ----------------------------------------------------------------
+
+    def send(self, msg: dict[str, Any]) -> None:
+        try:
+            self.control.send(json.dumps(msg).encode())
+        except OSError:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        for pid in list(self.leaders):
+            for send_kill in (os.killpg, os.kill):
+                try:
+                    send_kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self.leaders.clear()
+        self.sweep()
+        shutil.rmtree(self.scratch_root, ignore_errors=True)
+        os._exit(0)
+
+    def serve(self) -> None:
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sel = selectors.DefaultSelector()
+        sel.register(self.control, selectors.EVENT_READ, "control")
+        sel.register(self.wake_r, selectors.EVENT_READ, "wake")
+        while True:
+            for key, _ in sel.select():
+                if key.data == "wake":
+                    try:
+                        while os.read(self.wake_r, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                    self.reap()
+                    continue
+                try:
+                    data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL_MESSAGE, 3)
+                except InterruptedError:
+                    continue
+                if not data:
+                    self.shutdown()  # the host closed its end
+                msg = json.loads(data)
+                if msg["op"] == "spawn":
+                    self.spawn(msg, fds)
+                elif msg["op"] == "kill":
+                    self.kill(int(msg["id"]))
+                elif msg["op"] == "exit":
+                    self.shutdown()
+            self.reap()  # a SIGCHLD can race the selector; reaping is cheap and idempotent
+
+
+def main() -> None:
+    control_fd, host_pid = int(sys.argv[1]), int(sys.argv[2])
+    confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != host_pid:
+        os._exit(0)  # the host died before the parent-death signal was armed
+    confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
+    os.umask(0o077)
+    scratch_root = tempfile.mkdtemp(prefix="evopolicy-scratch-")
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    warm_up()
+    gc.collect()
+    gc.freeze()  # keep the preloaded heap shared with every fork (no refcount-driven copies)
+    control = socket.socket(fileno=control_fd)
+    Template(control, scratch_root).serve()
+
+
+if __name__ == "__main__":
+    main()
