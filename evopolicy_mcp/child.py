@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import select
 import signal
 import sys
 import traceback
@@ -33,13 +34,25 @@ def _send(kind: int, value: Any = None) -> None:
         data = data[written:]
 
 
-def _receive(reader: frames.FrameReader) -> tuple[int, Any]:
+def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
     while True:
         got = reader.next()
         if got is not None:
             kind, payload = got
             return kind, frames.decode(payload)
-        chunk = os.read(FD_OBSERVATIONS, 1 << 16)
+        chunk = None
+        for _ in range(spin):  # see Runner.open: a busy hand-over when on separate CPUs
+            try:
+                chunk = os.read(FD_OBSERVATIONS, 1 << 16)
+                break
+            except BlockingIOError:
+                pass
+        if chunk is None:
+            select.select([FD_OBSERVATIONS], [], [])
+            try:
+                chunk = os.read(FD_OBSERVATIONS, 1 << 16)
+            except BlockingIOError:
+                continue
         if not chunk:
             _exit(0)  # the host closed the pipe: the episode is over
         reader.feed(chunk)
@@ -120,9 +133,10 @@ def warm_up() -> None:
     traceback.extract_stack()
 
 
-def run_policy(program_dir: str, code: CodeType | None = None) -> NoReturn:
+def run_policy(program_dir: str, code: CodeType | None = None, spin: int = 0) -> NoReturn:
     reader = frames.FrameReader(max_frame=1 << 30)  # host frames are trusted
-    kind, context = _receive(reader)
+    os.set_blocking(FD_OBSERVATIONS, False)
+    kind, context = _receive(reader, spin)
     if kind != frames.CONTEXT:
         _exit(2)
     ctx = PolicyContext(**context)
@@ -143,7 +157,7 @@ def run_policy(program_dir: str, code: CodeType | None = None) -> NoReturn:
         _fail("exception", "while starting (import or make_policy)", exc, program_dir)
     _send(frames.READY)
     while True:
-        kind, observation = _receive(reader)
+        kind, observation = _receive(reader, spin)
         if kind != frames.OBSERVATION:
             _exit(0)
         try:

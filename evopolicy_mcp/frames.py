@@ -306,7 +306,7 @@ class FrameReader:
     def feed(self, data: bytes) -> None:
         self._buf += data
 
-    def next(self) -> tuple[int, memoryview] | None:
+    def next(self) -> tuple[int, bytes] | None:
         buf = self._buf
         if len(buf) < 5:
             return None
@@ -318,7 +318,7 @@ class FrameReader:
             return None
         payload = bytes(buf[5:total])
         del buf[:total]
-        return kind, memoryview(payload)
+        return kind, payload
 
     @property
     def pending(self) -> int:

@@ -55,6 +55,7 @@ PRELOAD = (
     "importlib.util",
 )
 MAX_CONTROL_MESSAGE = 1 << 16
+SPARE_IDLE_SECONDS = 0.002  # fork the next spare once the template has been idle this long
 
 
 class Template:
@@ -66,6 +67,7 @@ class Template:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.children_file = f"/proc/self/task/{os.getpid()}/children"
         self.code: dict[str, CodeType | None] = {}
+        self.spare: tuple[int, socket.socket] | None = None
 
     def compiled(self, program: str) -> CodeType | None:
         """``policy.py`` of a snapshot, compiled once here instead of once per episode.
@@ -91,31 +93,65 @@ class Template:
     def spawn(self, msg: dict[str, Any], fds: list[int]) -> None:
         episode = int(msg["id"])
         scratch = os.path.join(self.scratch_root, str(episode))
-        code = self.compiled(msg["program"])
+        self.compiled(msg["program"])  # for the spares forked from now on
         try:
             os.mkdir(scratch, 0o700)
-            pid = os.fork()
+            if self.spare is None:
+                self.make_spare()
+            assert self.spare is not None
+            pid, sock = self.spare
+            self.spare = None
+            socket.send_fds(sock, [json.dumps({**msg, "scratch": scratch}).encode()], fds)
         except OSError as exc:
-            for fd in fds:
-                os.close(fd)
             self.send({"op": "error", "id": episode, "message": f"cannot start: {exc}"})
             return
-        if pid == 0:  # the policy process
-            try:
-                confine.enter_episode(
-                    *fds,
-                    scratch_dir=scratch,
-                    cpu=msg.get("cpu"),
-                    limits=confine.ProcessLimits(**msg["limits"]),
-                )
-                run_policy(msg["program"], code)
-            except BaseException:
-                os._exit(70)
-            os._exit(0)
-        for fd in fds:
-            os.close(fd)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        sock.close()
         self.leaders[pid] = episode
         self.pids[episode] = pid
+
+    def make_spare(self) -> None:
+        """Fork the next policy process ahead of its episode, while the template is idle.
+
+        The spare waits for its episode's parameters and descriptors, so the
+        fork (the largest part of starting a process) is off the critical path.
+        """
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        template_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                self.become_policy(theirs, template_pid)
+            except BaseException:
+                pass
+            os._exit(70)
+        theirs.close()
+        self.spare = (pid, ours)
+
+    def become_policy(self, sock: socket.socket, template_pid: int) -> None:
+        """In a spare: wait for an episode, then confine and run its program."""
+        confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != template_pid:
+            return
+        for sig in (signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        self.control.close()
+        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_MESSAGE, 3)
+        if not data or len(fds) != 3:
+            return
+        msg = json.loads(data)
+        sock.close()
+        confine.enter_episode(
+            *fds,
+            scratch_dir=msg["scratch"],
+            cpu=msg.get("cpu"),
+            limits=confine.ProcessLimits(**msg["limits"]),
+        )
+        run_policy(msg["program"], self.code.get(msg["program"]), int(msg.get("spin", 0)))
 
     def kill(self, episode: int) -> None:
         pid = self.pids.get(episode)
@@ -139,17 +175,18 @@ class Template:
     def sweep(self) -> None:
         """Kill every child that is not a live episode leader: leftovers of ended episodes."""
         for _ in range(1000):
-            strays = [pid for pid in self.children() if pid not in self.leaders]
+            spare = self.spare[0] if self.spare else None
+            strays = [p for p in self.children() if p not in self.leaders and p != spare]
             if not strays:
                 return
-            for pid in strays:
+            for p in strays:
                 try:
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(p, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            for pid in strays:
+            for p in strays:
                 try:
-                    os.waitpid(pid, 0)
+                    os.waitpid(p, 0)
                 except ChildProcessError:
                     pass
 
@@ -162,6 +199,9 @@ class Template:
                 break
             if pid == 0:
                 break
+            if self.spare is not None and pid == self.spare[0]:
+                self.spare[1].close()
+                self.spare = None
             episode = self.leaders.pop(pid, None)
             if episode is not None:
                 ended.append((episode, pid, status))
@@ -191,6 +231,9 @@ class Template:
                 except (ProcessLookupError, PermissionError):
                     pass
         self.leaders.clear()
+        if self.spare is not None:
+            self.spare[1].close()  # a spare sees EOF and exits; sweep kills it anyway
+            self.spare = None
         self.sweep()
         shutil.rmtree(self.scratch_root, ignore_errors=True)
         os._exit(0)
@@ -204,7 +247,10 @@ class Template:
         sel.register(self.control, selectors.EVENT_READ, "control")
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
-            for key, _ in sel.select():
+            events = sel.select(None if self.spare else SPARE_IDLE_SECONDS)
+            if not events and self.spare is None:
+                self.make_spare()
+            for key, _ in events:
                 if key.data == "wake":
                     try:
                         while os.read(self.wake_r, 512):
