@@ -140,6 +140,15 @@ def run_bench(episodes: int = 100, workers: int | None = None) -> dict[str, floa
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.mcp:
+        from evopolicy_mcp.bench_mcp import print_mcp_bench, run_mcp_bench
+
+        mcp_figures = run_mcp_bench()
+        if args.json:
+            print(json.dumps(mcp_figures, indent=2))
+        else:
+            print_mcp_bench(mcp_figures)
+        return 0
     figures = run_bench(args.episodes, args.workers)
     if args.json:
         print(json.dumps(figures, indent=2))

@@ -179,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--mcp", action="store_true", help="measure the MCP layer over stdio instead")
     p.add_argument("--json", action="store_true")
 
     _add_host_commands(add, tasks_dir)

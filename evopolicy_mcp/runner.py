@@ -16,8 +16,8 @@ the protocol, and its output is drained while waiting so a chatty policy
 never blocks. Invariants:
 
 - a process is never reused: one per episode;
-- when ``open`` returns, the episode's processes are gone (killed, reaped,
-  leftovers swept by the template);
+- when ``open`` returns, the episode's processes are killed; the template
+  reaps them and sweeps leftovers, and ``settle`` waits until it has;
 - a failure of the runner itself raises :class:`RunnerError`, never
   :class:`PolicyFailure`: host faults are not charged to the policy.
 """
@@ -26,266 +26,26 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from evopolicy_mcp import frames
 from evopolicy_mcp.confine import ProcessLimits
+from evopolicy_mcp.process import (
+    _KILLED_BY_HOST,
+    EXIT_GRACE_SECONDS,
+    Failure,
+    PolicyFailure,
+    PolicyProcess,
+    RunnerError,
+)
 
 __all__ = ["Failure", "PolicyFailure", "PolicyProcess", "ProcessLimits", "Runner", "RunnerError"]
-
-OUTPUT_HEAD = 2048
-OUTPUT_TAIL = 6144
-MAX_ACTION_FRAME = 1 << 20
-EXIT_GRACE_SECONDS = 5.0
-_KILLED_BY_HOST = -1  # sentinel exit status: the host had to kill a process that would not exit
-
-
-class Failure(StrEnum):
-    """Why a policy ended its episode early. A failure is data, not an error."""
-
-    EXCEPTION = "exception"  # make_policy or act raised; traceback excerpt attached
-    TIMEOUT = "timeout"  # missed the start-up, per-act or per-episode deadline
-    INVALID_ACTION = "invalid_action"  # the adapter rejected the action
-    PROTOCOL_ERROR = "protocol_error"  # sent something that is not a valid frame
-    RESOURCE_LIMIT = "resource_limit"  # ran into, or was killed by, a memory/CPU/file limit
-    CRASHED = "crashed"  # the process died otherwise
-
-
-class PolicyFailure(Exception):
-    def __init__(self, code: Failure, message: str, traceback: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.traceback = traceback or None
-
-
-class RunnerError(Exception):
-    """The runner itself failed (template died, cannot fork): a host fault."""
-
-
-class _Output:
-    """Bounded capture of a policy's stdout+stderr: the head and the tail, and a byte count."""
-
-    __slots__ = ("head", "tail", "total")
-
-    def __init__(self) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, data: bytes) -> None:
-        self.total += len(data)
-        room = OUTPUT_HEAD - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            if len(self.tail) > 2 * OUTPUT_TAIL:
-                del self.tail[: len(self.tail) - OUTPUT_TAIL]
-
-    def text(self) -> str:
-        tail = self.tail[-OUTPUT_TAIL:]
-        skipped = self.total - len(self.head) - len(tail)
-        middle = f"\n...[{skipped} bytes cut]...\n" if skipped > 0 else ""
-        return (bytes(self.head) + middle.encode() + bytes(tail)).decode("utf-8", "replace")
-
-
-def _describe_exit(status: int) -> tuple[Failure, str]:
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        if sig == signal.SIGXCPU:
-            return Failure.RESOURCE_LIMIT, "killed by the CPU-time limit (SIGXCPU)"
-        if sig == signal.SIGXFSZ:
-            return Failure.RESOURCE_LIMIT, "killed by the file-size limit (SIGXFSZ)"
-        if sig == signal.SIGKILL:
-            return (
-                Failure.RESOURCE_LIMIT,
-                "killed (SIGKILL): a resource limit or the CPU-time hard limit",
-            )
-        return Failure.CRASHED, f"the policy process died from signal {name}"
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
-    return Failure.CRASHED, f"the policy process exited with code {code} before the episode ended"
-
-
-class PolicyProcess:
-    """One episode's policy process, seen from the host."""
-
-    def __init__(
-        self,
-        runner: Runner,
-        episode: int,
-        observations_w: int,
-        actions_r: int,
-        output_r: int,
-        *,
-        act_seconds: float,
-        startup_seconds: float,
-        episode_seconds: float,
-        spin: int = 0,
-    ) -> None:
-        self._runner = runner
-        self.episode = episode
-        self._obs_w = observations_w
-        self._act_r = actions_r
-        self._out_r = output_r
-        self._reader = frames.FrameReader(MAX_ACTION_FRAME)
-        self._output = _Output()
-        self._poll = select.poll()
-        self._poll.register(actions_r, select.POLLIN)
-        self._poll.register(output_r, select.POLLIN)
-        self._output_open = True
-        self.spin = spin
-        if spin:
-            os.set_blocking(actions_r, False)
-        self.act_seconds = act_seconds
-        self.startup_seconds = startup_seconds
-        self.started = time.monotonic()
-        self.episode_deadline = self.started + episode_seconds
-
-    # -- protocol ------------------------------------------------------------
-
-    def start(self, context: dict[str, Any]) -> None:
-        """Send the context; wait until ``make_policy`` has returned."""
-        self.send_context(context)
-        self.wait_ready()
-
-    def send_context(self, context: dict[str, Any]) -> None:
-        self._write(frames.frame(frames.CONTEXT, context))
-
-    def wait_ready(self) -> None:
-        self._expect(frames.READY, self.started + self.startup_seconds, "start-up")
-
-    def act(self, observation: Any) -> Any:
-        self._write(frames.frame(frames.OBSERVATION, observation))
-        return self._expect(frames.ACTION, time.monotonic() + self.act_seconds, "act()")
-
-    def output(self) -> str:
-        return self._output.text()
-
-    # -- internals -----------------------------------------------------------
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._obs_w, view) :]
-        except BrokenPipeError:
-            self._died()
-
-    def _expect(self, kind: int, deadline: float, what: str) -> Any:
-        deadline = min(deadline, self.episode_deadline)
-        while True:
-            try:
-                got = self._reader.next()
-            except frames.FrameError as exc:
-                raise PolicyFailure(
-                    Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
-                ) from None
-            if got is not None:
-                return self._accept(kind, got[0], got[1])
-            if self.spin:
-                data = spin_read(self._act_r, self.spin)
-                if data is not None:
-                    if not data:
-                        self._died()
-                    self._reader.feed(data)
-                    continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self._timed_out(what)
-            for fd, _event in self._poll.poll(max(1, int(remaining * 1000 + 0.999))):
-                if fd == self._act_r:
-                    data = os.read(fd, 1 << 16)
-                    if not data:
-                        self._died()
-                    self._reader.feed(data)
-                else:
-                    self._drain_output()
-
-    def _accept(self, expected: int, kind: int, payload: bytes) -> Any:
-        try:
-            value = frames.decode(payload)
-        except frames.FrameError as exc:
-            raise PolicyFailure(
-                Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
-            ) from None
-        if kind == expected:
-            return value
-        if kind == frames.ERROR and isinstance(value, dict):
-            code = {
-                "exception": Failure.EXCEPTION,
-                "resource_limit": Failure.RESOURCE_LIMIT,
-                "invalid_action": Failure.INVALID_ACTION,
-            }.get(str(value.get("kind")), Failure.PROTOCOL_ERROR)
-            message = str(value.get("message", ""))[:500]
-            traceback = str(value.get("traceback", ""))[:5000]
-            raise PolicyFailure(code, message, traceback)
-        raise PolicyFailure(
-            Failure.PROTOCOL_ERROR, f"unexpected frame kind {kind!r} from the policy"
-        )
-
-    def _drain_output(self) -> None:
-        if not self._output_open:
-            return
-        try:
-            data = os.read(self._out_r, 1 << 16)
-        except BlockingIOError:
-            return
-        if data:
-            self._output.feed(data)
-        else:
-            self._poll.unregister(self._out_r)
-            self._output_open = False
-
-    def _timed_out(self, what: str) -> None:
-        if time.monotonic() >= self.episode_deadline:
-            limit = self.episode_deadline - self.started
-            raise PolicyFailure(
-                Failure.TIMEOUT, f"the episode exceeded its {limit:g} s wall-clock limit"
-            )
-        limit = self.startup_seconds if what == "start-up" else self.act_seconds
-        raise PolicyFailure(Failure.TIMEOUT, f"{what} did not answer within {limit:g} s")
-
-    def _died(self) -> None:
-        """The action pipe closed: tell a crash (the process exited) from a protocol breach."""
-        status = self._runner._wait_exit(self.episode, 0.5, kill_after=True)
-        if status is _KILLED_BY_HOST:
-            raise PolicyFailure(
-                Failure.PROTOCOL_ERROR, "the policy closed its action pipe and kept running"
-            )
-        code, message = _describe_exit(status)
-        raise PolicyFailure(code, message)
-
-    def _finish(self) -> None:
-        """Kill the process group and collect what it printed; reaping goes on in the template.
-
-        Everything the policy printed before its last answer is already in the
-        pipe (its stdout is line-buffered), so a non-blocking drain suffices and
-        the next episode need not wait for this one's teardown. ``Runner.settle``
-        waits for it.
-        """
-        self._runner._kill(self.episode)
-        self._runner._detach(self.episode)
-        while self._output_open and self._poll.poll(0):
-            before = self._output.total
-            self._drain_output()
-            if self._output.total == before:
-                break
-        for fd in (self._obs_w, self._act_r, self._out_r):
-            os.close(fd)
 
 
 class Runner:
@@ -536,16 +296,6 @@ class Runner:
                 with self._changed:  # never spawned: nothing will be reported
                     self._live.discard(episode)
                     self._changed.notify_all()
-
-
-def spin_read(fd: int, tries: int) -> bytes | None:
-    """Read a non-blocking pipe, retrying ``tries`` times; None if nothing came."""
-    for _ in range(tries):
-        try:
-            return os.read(fd, 1 << 16)
-        except BlockingIOError:
-            pass
-    return None
 
 
 def policy_environment() -> dict[str, str]:
