@@ -72,15 +72,25 @@ def _clean_traceback(exc: BaseException, program_dir: str) -> str:
         lines.append(f'  File "{name}", line {entry.lineno}, in {entry.name}')
         if entry.line:
             lines.append(f"    {entry.line.strip()}")
-    lines += [line.rstrip("\n") for line in traceback.format_exception_only(type(exc), exc)]
+    try:
+        lines += [line.rstrip("\n") for line in traceback.format_exception_only(type(exc), exc)]
+    except Exception:
+        lines.append(_describe(exc))
     text = "\n".join(lines).replace(prefix, "")
     if len(text) > TRACEBACK_CHARS:
         text = text[:1000] + "\n...[cut]...\n" + text[-(TRACEBACK_CHARS - 1000) :]
     return text
 
 
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:  # an exception whose __str__ raises is still the program's exception
+        return f"{type(exc).__name__}: <unprintable {type(exc).__name__}>"
+
+
 def _fail(kind: str, where: str, exc: BaseException, program_dir: str) -> NoReturn:
-    message = f"{where}: {type(exc).__name__}: {exc}".replace(program_dir.rstrip("/") + "/", "")
+    message = f"{where}: {_describe(exc)}".replace(program_dir.rstrip("/") + "/", "")
     _send(
         frames.ERROR,
         {

@@ -128,7 +128,7 @@ def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evopolicy-mcp",
         description="Evolve executable policies through MCP, scored on hidden episodes.",
@@ -182,51 +182,64 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mcp", action="store_true", help="measure the MCP layer over stdio instead")
     p.add_argument("--json", action="store_true")
 
-    _add_host_commands(add, tasks_dir)
+    _add_host_commands(add, tasks_dir, command)
     return parser
 
 
-def _add_host_commands(add: Any, tasks_dir: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Subcommands backed by the host and the MCP server (imported only when used)."""
-    try:
-        from evopolicy_mcp.server import add_serve_arguments
-    except ImportError:
-        return
-    p = add(
-        "serve", _lazy("evopolicy_mcp.server", "cmd_serve"), "run the MCP server (stdio by default)"
-    )
-    add_serve_arguments(p)
-
-    for name, module, function, help_ in (
-        ("runs", "evopolicy_mcp.operator", "cmd_runs", "table of runs in the data directory"),
-        ("report", "evopolicy_mcp.operator", "cmd_report", "everything the host knows about a run"),
-        ("demo", "evopolicy_mcp.demo", "cmd_demo", "play a full scripted run on cartpole over MCP"),
+def _add_host_commands(
+    add: Any, tasks_dir: Callable[[argparse.ArgumentParser], None], command: str | None
+) -> None:
+    """Subcommands backed by the host and the MCP server. Their argument definitions live
+    beside them in modules that import the MCP SDK (most of a second), so those are
+    imported only when that subcommand is the one being run."""
+    for name, module, function, adder, help_ in (
+        (
+            "serve",
+            "server",
+            "cmd_serve",
+            "add_serve_arguments",
+            "run the MCP server (stdio by default)",
+        ),
+        (
+            "demo",
+            "demo",
+            "cmd_demo",
+            "add_demo_arguments",
+            "play a full scripted run on cartpole over MCP",
+        ),
         (
             "agent-config",
-            "evopolicy_mcp.agent_config",
+            "agent_config",
             "cmd_agent_config",
-            "print an agent CLI's MCP config",
+            "add_agent_config_arguments",
+            "print an agent CLI's MCP config with this machine's paths",
         ),
     ):
-        p = add(name, _lazy(module, function), help_)
-        p.add_argument(
-            "--data-dir", help="data directory (default: EVOPOLICY_DATA_DIR or a per-user dir)"
-        )
-        if name == "report":
-            p.add_argument("run_id")
-            p.add_argument("--json", action="store_true")
-        if name == "runs":
-            p.add_argument("--json", action="store_true")
-        if name == "agent-config":
-            p.add_argument("agent", choices=["claude", "codex", "kimi", "qoder"])
-            p.add_argument("--task", help="bind the server to one task")
-        if name == "demo":
-            tasks_dir(p)
+        p = add(name, _lazy(f"evopolicy_mcp.{module}", function), help_)
+        if command == name:
+            import importlib
+
+            getattr(importlib.import_module(f"evopolicy_mcp.{module}"), adder)(p)
+    data_help = "data directory (default: EVOPOLICY_DATA_DIR or a per-user dir)"
+    p = add(
+        "runs", _lazy("evopolicy_mcp.operator", "cmd_runs"), "table of runs in the data directory"
+    )
+    p.add_argument("--data-dir", help=data_help)
+    p.add_argument("--json", action="store_true")
+    p = add(
+        "report",
+        _lazy("evopolicy_mcp.operator", "cmd_report"),
+        "everything the host knows about a run",
+    )
+    p.add_argument("run_id")
+    p.add_argument("--data-dir", help=data_help)
+    p.add_argument("--json", action="store_true")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
     from evopolicy_mcp.adapters import AdapterError
     from evopolicy_mcp.evaluation import EvaluationAborted
     from evopolicy_mcp.snapshot import ProgramError

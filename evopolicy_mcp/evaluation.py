@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import queue
 import threading
@@ -46,7 +47,7 @@ __all__ = [
     "policy_context",
 ]
 
-STDERR_CHARS = 4000
+STDERR_CHARS = 9000  # above process.OUTPUT_HEAD + OUTPUT_TAIL: the head survives
 T = TypeVar("T")
 
 
@@ -283,6 +284,7 @@ class _Episode:
                             ) from None
                         except Exception as exc:
                             raise EvaluationAborted(f"adapter fault in step(): {exc!r}") from exc
+                        reward = _checked_reward(step)
                         if trace is not None:
                             if len(trace) < task.trace_steps:
                                 trace.append(
@@ -290,15 +292,15 @@ class _Episode:
                                         t=steps,
                                         observation=jsonable(observation),
                                         action=jsonable(action),
-                                        reward=step.reward,
+                                        reward=reward,
                                     )
                                 )
                             else:
                                 trace_cut = True
-                        episode_return += step.reward
+                        episode_return += reward
                         steps += 1
                         observation = step.observation
-                        terminated, truncated = step.terminated, step.truncated
+                        terminated, truncated = bool(step.terminated), bool(step.truncated)
                         if terminated or truncated:
                             break
                         if self.max_steps is not None and steps >= self.max_steps:
@@ -341,6 +343,20 @@ class _Episode:
             raise EvaluationAborted(
                 f"adapter fault in {getattr(fn, '__name__', fn)}(): {exc!r}"
             ) from exc
+
+
+def _checked_reward(step: Any) -> float:
+    """The step's reward as a float; anything else is the adapter's fault, not the policy's."""
+    reward = getattr(step, "reward", None)
+    if (
+        isinstance(reward, bool)
+        or not isinstance(reward, numbers.Real)
+        or not math.isfinite(reward)
+    ):
+        raise EvaluationAborted(
+            f"adapter fault: step() returned the reward {reward!r}, not a finite number"
+        )
+    return float(reward)
 
 
 def evaluate(

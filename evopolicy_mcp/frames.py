@@ -15,6 +15,7 @@ can do is raise :class:`FrameError`, which ends that episode as a
 from __future__ import annotations
 
 import math
+import re
 import struct
 from typing import Any
 
@@ -46,6 +47,7 @@ _U32 = struct.Struct("<I")
 _I64 = struct.Struct("<q")
 _F64 = struct.Struct("<d")
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+_BIG_INT = re.compile(rb"-?[0-9]+")
 
 try:  # numpy is optional on both sides; arrays need it only to be decoded as arrays
     import numpy as _np
@@ -242,7 +244,7 @@ class _Decoder:
             return self.raw(self.u32())
         if tag == 0x4C:  # L
             digits = self.raw(self.u32())
-            if len(digits) > 400 or not digits.lstrip(b"-").isdigit():
+            if len(digits) > 400 or not _BIG_INT.fullmatch(digits):
                 raise FrameError("malformed big integer")
             return int(digits)
         if tag == 0x61:  # a
@@ -273,8 +275,19 @@ class _Decoder:
 
 
 def decode(payload: bytes | memoryview, *, max_items: int = 1_000_000, arrays: bool = True) -> Any:
-    """Decode one payload; the whole payload must be consumed."""
-    buf = bytes(payload)
+    """Decode one payload; the whole payload must be consumed.
+
+    Any malformation raises :class:`FrameError` and nothing else, whatever the bytes.
+    """
+    try:
+        return _decode(bytes(payload), max_items, arrays)
+    except FrameError:
+        raise
+    except (IndexError, ValueError, TypeError, OverflowError, MemoryError, struct.error) as exc:
+        raise FrameError(f"malformed frame ({type(exc).__name__}: {exc})") from None
+
+
+def _decode(buf: bytes, max_items: int, arrays: bool) -> Any:
     if len(buf) == 9 and buf[0] == 0x69:  # fast path: an int, the commonest action
         return _I64.unpack_from(buf, 1)[0]
     if arrays and len(buf) > 3 and buf[0] == 0x61:  # fast path: an array with a known header
