@@ -47,6 +47,35 @@ RunId = Annotated[str, Field(description="the run_id returned by start_run")]
 SubmissionId = Annotated[str, Field(description="a submission_id returned by submit_policy")]
 
 
+def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same output schema with every ``$ref`` inlined and ``X | None`` as a type list.
+
+    Clients validate each result against it; reference lookups and ``anyOf``
+    branches made the SDK's own client spend ~30 ms on a 100-submission
+    ``run_status``. The schemas describe the same documents either way.
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = walk(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {**target, **{k: walk(v) for k, v in node.items() if k != "$ref"}}
+        out = {k: walk(v) for k, v in node.items() if k != "$defs"}
+        branches = out.get("anyOf")
+        if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+            other = branches[0] if branches[1] == {"type": "null"} else branches[1]
+            if isinstance(other.get("type"), str):
+                del out["anyOf"]
+                out = {**other, **out, "type": [other["type"], "null"]}
+        return out
+
+    return walk(schema)
+
+
 def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     """The MCP server over ``host`` (an open Host, or a factory called on connect)."""
     slot = HostSlot(host)
@@ -64,6 +93,11 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             mcp.add_tool(
                 fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations
             )
+            registered = mcp._tool_manager.get_tool(fn.__name__)
+            if registered is not None and registered.fn_metadata.output_schema is not None:
+                registered.fn_metadata.output_schema = flat_schema(
+                    registered.fn_metadata.output_schema
+                )
             return fn
 
         return register
