@@ -14,7 +14,6 @@ import select
 import signal
 import sys
 import traceback
-from types import CodeType
 from typing import Any, NoReturn
 
 from evopolicy_mcp import confine, frames
@@ -111,18 +110,14 @@ def _exit(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _load(program_dir: str, code: CodeType | None) -> Any:
+def _load(program_dir: str) -> Any:
     sys.path.insert(0, program_dir)
-    path = os.path.join(program_dir, "policy.py")
-    spec = importlib.util.spec_from_file_location("policy", path)
+    spec = importlib.util.spec_from_file_location("policy", os.path.join(program_dir, "policy.py"))
     if spec is None or spec.loader is None:
         raise ImportError("policy.py cannot be loaded")
     module = importlib.util.module_from_spec(spec)
     sys.modules["policy"] = module
-    if code is None:
-        spec.loader.exec_module(module)
-    else:
-        exec(code, module.__dict__)  # the template compiled this snapshot's policy.py
+    spec.loader.exec_module(module)
     return module
 
 
@@ -143,7 +138,8 @@ def warm_up() -> None:
     traceback.extract_stack()
 
 
-def run_policy(program_dir: str, code: CodeType | None = None, spin: int = 0) -> NoReturn:
+def run_policy(program_dir: str, spin: int = 0) -> NoReturn:
+    _send(frames.CONFINED)  # from here on, anything that goes wrong is the program's doing
     reader = frames.FrameReader(max_frame=1 << 30)  # host frames are trusted
     os.set_blocking(FD_OBSERVATIONS, False)
     kind, context = _receive(reader, spin)
@@ -151,7 +147,7 @@ def run_policy(program_dir: str, code: CodeType | None = None, spin: int = 0) ->
         _exit(2)
     ctx = PolicyContext(**context)
     try:
-        module = _load(program_dir, code)
+        module = _load(program_dir)
         make_policy = getattr(module, "make_policy", None)
         if not callable(make_policy):
             raise AttributeError("policy.py defines no make_policy(context) function")

@@ -64,7 +64,10 @@ def _parse_episodes(text: str | None, default: int) -> list[int]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from evopolicy_mcp import seeds
     from evopolicy_mcp.evaluation import evaluate, jobs_for
+    from evopolicy_mcp.runner import Runner
+    from evopolicy_mcp.sandbox import Isolation
     from evopolicy_mcp.snapshot import capture
+    from evopolicy_mcp.tasks import task_dirs
 
     tasks = _tasks(args)
     if args.task not in tasks:
@@ -83,10 +86,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "test": task.assessment.episodes,
     }
     indices = _parse_episodes(args.episodes, default_count[args.split])
-    with tempfile.TemporaryDirectory(prefix="evopolicy-eval-") as store:
-        program = capture(source, Path(store))
-        jobs = jobs_for(task, args.split, indices, seeds.secret_from_seed(args.seed))
-        feedback = evaluate(program, task, jobs, workers=args.workers, traces=args.json)
+    isolation = Isolation(
+        strict=args.isolation == "strict", hidden=tuple(map(str, task_dirs(args.tasks_dir or ())))
+    )
+    runner = Runner(isolation=isolation)
+    try:
+        with tempfile.TemporaryDirectory(prefix="evopolicy-eval-") as store:
+            program = capture(source, Path(store))
+            jobs = jobs_for(task, args.split, indices, seeds.secret_from_seed(args.seed))
+            feedback = evaluate(
+                program, task, jobs, runner=runner, workers=args.workers, traces=args.json
+            )
+    finally:
+        runner.close()
     if args.json:
         print(feedback.model_dump_json(indent=2))
         return 0
@@ -100,6 +112,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print("    " + e.traceback.replace("\n", "\n    "))
     for name, value in feedback.metrics.items():
         print(f"  {name}: {value:.4g}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from evopolicy_mcp.sandbox import Isolation, probe
+
+    found = probe()
+    print(found.text())
+    missing = found.missing(Isolation())
+    if missing:
+        print(
+            f"{len(missing)} layer(s) missing: `--isolation strict` would refuse to run policies."
+        )
+        return 1
+    print("every isolation layer is available.")
     return 0
 
 
@@ -164,7 +191,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="public seed the episode seeds derive from")
     p.add_argument("--workers", type=int, default=None, help="parallel episodes (default: CPUs)")
     p.add_argument("--json", action="store_true", help="print the feedback as one JSON document")
+    p.add_argument(
+        "--isolation",
+        choices=("default", "strict"),
+        default="default",
+        help="strict: refuse to run if any sandbox layer is missing (see `doctor`)",
+    )
     tasks_dir(p)
+
+    add("doctor", cmd_doctor, "show which sandbox layers policy processes get on this machine")
 
     p = add("check-adapter", cmd_check_adapter, "run the adapter conformance checks")
     p.add_argument("name", help="adapter name (entry point in group evopolicy_mcp.environments)")

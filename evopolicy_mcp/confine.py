@@ -5,6 +5,11 @@ must only narrow what the process can do. The order matters: the process
 first leaves the template's session, arranges to die with its parent, moves
 its frame pipes to fixed descriptors and closes every other one, then lowers
 its resource limits.
+
+The sandbox (:mod:`evopolicy_mcp.sandbox`) goes on before the descriptors are
+shuffled: it builds its Landlock rules from descriptors the template opened,
+which the sweep of inherited descriptors closes right after. No program code
+runs in between.
 """
 
 from __future__ import annotations
@@ -16,8 +21,13 @@ import resource
 import signal
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evopolicy_mcp.sandbox import Sandbox
 
 __all__ = [
+    "EXIT_UNCONFINED",
     "FD_ACTIONS",
     "FD_OBSERVATIONS",
     "ProcessLimits",
@@ -29,6 +39,8 @@ __all__ = [
 # Fixed descriptors inside a policy process: observations in, actions out.
 FD_OBSERVATIONS = 3
 FD_ACTIONS = 4
+# Exit status of a policy process whose sandbox could not be applied: a host fault.
+EXIT_UNCONFINED = 71
 
 PR_SET_PDEATHSIG = 1
 PR_GET_DUMPABLE = 3
@@ -84,13 +96,26 @@ def enter_episode(
     scratch_dir: str,
     cpu: int | None,
     limits: ProcessLimits,
+    program_dir: str = "",
+    sandbox: Sandbox | None = None,
 ) -> None:
-    """Turn a just-forked child of the template into a confined policy process."""
+    """Turn a just-forked child of the template into a confined policy process.
+
+    If the sandbox cannot be applied the process exits with ``EXIT_UNCONFINED``
+    before any program code runs, saying why on the template's stderr.
+    """
     os.setsid()  # own session and process group: the host kills the whole group at the end
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)  # Landlock and seccomp require it; no exec can gain privileges
+    if sandbox is not None:
+        try:
+            sandbox.enter(program_dir, scratch_dir)
+        except OSError as exc:
+            os.write(2, f"evopolicy-mcp: cannot confine a policy process: {exc}\n".encode())
+            os._exit(EXIT_UNCONFINED)
     # Frame pipes onto fixed numbers, stdout and stderr into the captured output pipe.
     # Lift the received descriptors above the fixed numbers first so no dup2 clobbers another.
     observations_fd, actions_fd, output_fd = (
@@ -110,10 +135,12 @@ def enter_episode(
         2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False
     )
     os.chdir(scratch_dir)
+    tempfile: Any = sys.modules.get("tempfile")
+    if tempfile is not None:  # the template's cached choice (/tmp) is out of reach
+        tempfile.tempdir = scratch_dir
     if cpu is not None:
         try:
             os.sched_setaffinity(0, {cpu})
         except OSError:
             pass  # a restricted cpuset; staying unpinned is only slower
-    prctl(PR_SET_NO_NEW_PRIVS, 1)
     apply_limits(limits)

@@ -21,6 +21,7 @@ from typing import Any
 
 __all__ = [
     "ACTION",
+    "CONFINED",
     "CONTEXT",
     "ERROR",
     "OBSERVATION",
@@ -36,6 +37,7 @@ __all__ = [
 # Message kinds. Host -> policy: CONTEXT, OBSERVATION, STOP. Policy -> host: READY, ACTION, ERROR.
 CONTEXT, OBSERVATION, STOP = ord("C"), ord("O"), ord("X")
 READY, ACTION, ERROR = ord("R"), ord("A"), ord("E")
+CONFINED = ord("K")  # policy -> host, before any program code: the sandbox is in place
 
 MAX_DEPTH = 32
 _ALLOWED_DTYPES = frozenset(

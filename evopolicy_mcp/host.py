@@ -25,6 +25,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from . import seeds
@@ -53,9 +54,10 @@ from .public import (
 from .records import RunRecord, SubmissionRecord
 from .reports import build_report, build_rows, reproducibility
 from .runner import Runner
+from .sandbox import Isolation
 from .selectors import SelectorError, parse_selector
 from .store import PENDING, Rejected, Store
-from .tasks import Task, load_tasks
+from .tasks import Task, load_tasks, task_dirs
 from .views import (
     FinalizeAck,
     Remaining,
@@ -103,8 +105,17 @@ class Host:
         max_runs: int | None = None,
         concurrency: int = 2,
         close_timeout: float = 10.0,
+        isolation: Isolation | None = None,
     ) -> None:
         self.tasks: dict[str, Task] = load_tasks(tasks_dirs)
+        if runner is None:
+            # Policy processes must not read the records, the tasks or any workspace here.
+            hidden = (str(data_dir), *(str(d) for d in task_dirs(tasks_dirs)))
+            base = isolation or Isolation()
+            runner = Runner(isolation=replace(base, hidden=(*base.hidden, *hidden)))
+            self._own_runner: Runner | None = runner
+        else:
+            self._own_runner = None
         self.runner = runner
         self.workers = workers
         self.seed = seed
@@ -473,6 +484,8 @@ class Host:
             self._work.close(self.close_timeout)
         self._closed = True
         self.store.close()
+        if self._own_runner is not None:
+            self._own_runner.close()
 
     def __enter__(self) -> Host:
         return self

@@ -127,6 +127,7 @@ class PolicyProcess:
         self._poll.register(output_r, select.POLLIN)
         self._output_open = True
         self.spin = spin
+        self.confined = False
         if spin:
             os.set_blocking(actions_r, False)
         self.act_seconds = act_seconds
@@ -174,6 +175,9 @@ class PolicyProcess:
                     Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
                 ) from None
             if got is not None:
+                if got[0] == frames.CONFINED and not self.confined:
+                    self.confined = True
+                    continue
                 return self._accept(kind, got[0], got[1])
             if self.spin:
                 data = spin_read(self._act_r, self.spin)
@@ -239,8 +243,17 @@ class PolicyProcess:
         raise PolicyFailure(Failure.TIMEOUT, f"{what} did not answer within {limit:g} s")
 
     def _died(self) -> None:
-        """The action pipe closed: tell a crash (the process exited) from a protocol breach."""
+        """The action pipe closed: tell a crash (the process exited) from a protocol breach.
+
+        Before its CONFINED frame no program code has run in the process, so its
+        death there is the host's fault (the sandbox could not be applied), never
+        charged to the policy."""
         status = self._runner._wait_exit(self.episode, 0.5, kill_after=True)
+        if not self.confined:
+            raise RunnerError(
+                f"a policy process died before it was confined (wait status {status}); "
+                "see the server's stderr or run `evopolicy-mcp doctor`"
+            )
         if status is _KILLED_BY_HOST:
             raise PolicyFailure(
                 Failure.PROTOCOL_ERROR, "the policy closed its action pipe and kept running"

@@ -44,6 +44,9 @@ from evopolicy_mcp.process import (
     PolicyProcess,
     RunnerError,
 )
+from evopolicy_mcp.sandbox import Isolation
+
+TEMPLATE_UNISOLATED = 78  # the template's exit status when strict isolation cannot be met
 
 __all__ = ["Failure", "PolicyFailure", "PolicyProcess", "ProcessLimits", "Runner", "RunnerError"]
 
@@ -54,8 +57,10 @@ class Runner:
     Thread-safe: many evaluation threads may run episodes at once.
     """
 
-    def __init__(self, *, python: str | None = None) -> None:
+    def __init__(self, *, python: str | None = None, isolation: Isolation | None = None) -> None:
         self._python = python or sys.executable
+        self.isolation = isolation or Isolation()
+        self._template_exit: int | None = None
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._control: socket.socket | None = None
@@ -109,6 +114,7 @@ class Runner:
                     bootstrap,
                     str(template_end.fileno()),
                     str(os.getpid()),
+                    self.isolation.to_json(),
                 ],
                 pass_fds=(template_end.fileno(),),
                 env=policy_environment(),
@@ -144,7 +150,7 @@ class Runner:
                     self._exits[episode] = msg.get("status") if msg["op"] == "exited" else None
                 self._changed.notify_all()
         # The template is gone and its children with it: every live episode ends as a host fault.
-        proc.wait()
+        self._template_exit = proc.wait()
         with self._changed:
             if self._control is control:
                 self._control = None
@@ -220,8 +226,18 @@ class Runner:
         with self._changed:
             status = self._exits.pop(episode, None)
         if status is None:
-            raise RunnerError("the policy template process died or could not fork")
+            raise RunnerError(self._template_failure())
         return status
+
+    def _template_failure(self) -> str:
+        if self._template_exit == TEMPLATE_UNISOLATED:
+            return (
+                "policy processes cannot get the isolation this server requires (strict); "
+                "run `evopolicy-mcp doctor` to see which layer is missing"
+            )
+        if self._template_exit is not None:
+            return f"the policy template process exited with status {self._template_exit}"
+        return "the policy template process could not start a policy process"
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait until every episode process this runner started has been reaped."""

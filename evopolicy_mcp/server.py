@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from . import __version__, guide
 from .bridge import HostSlot, Progress, admit, all_pages, host_call, resource_call, running_hint
 from .host import Host
+from .sandbox import Isolation
 from .store import default_data_dir
 from .views import FinalizeAck, RunInfo, RunStatus, SubmissionView, TaskInfo, TaskSpec
 
@@ -393,6 +394,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="HTTP bearer token (default: $EVOPOLICY_TOKEN; generated when --host is not loopback)",
     )
     parser.add_argument("--workers", type=int, default=None, help="parallel episodes")
+    parser.add_argument(
+        "--isolation",
+        choices=("default", "strict"),
+        default="default",
+        help="strict: refuse to run policies if any sandbox layer is missing (see `doctor`)",
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -421,6 +428,7 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             seed=args.seed,
             bind=bind,
             max_runs=args.max_runs,
+            isolation=Isolation(strict=args.isolation == "strict"),
         )
 
     return make

@@ -12,6 +12,10 @@ reparented here and killed when its episode ends; it dies with the host
 the host hears that an episode's process exited, no process of that episode
 remains.
 
+The template never reads a program's files, so a policy process's memory
+holds no program but its own (it could read its memory; other programs, other
+runs' included, must not be there).
+
 Control protocol (host <-> template, a SOCK_SEQPACKET pair; both ends are
 trusted code, policy processes close it before any program code runs): JSON
 messages; ``spawn`` carries three descriptors (observations read end,
@@ -29,10 +33,9 @@ import signal
 import socket
 import sys
 import tempfile
-from types import CodeType
 from typing import Any
 
-from evopolicy_mcp import confine
+from evopolicy_mcp import confine, sandbox
 from evopolicy_mcp.child import run_policy, warm_up
 
 __all__ = ["main"]
@@ -59,41 +62,23 @@ SPARE_IDLE_SECONDS = 0.002  # fork the next spare once the template has been idl
 
 
 class Template:
-    def __init__(self, control: socket.socket, scratch_root: str) -> None:
+    def __init__(
+        self, control: socket.socket, scratch_root: str, box: sandbox.Sandbox | None = None
+    ) -> None:
         self.control = control
         self.scratch_root = scratch_root
+        self.sandbox = box
         self.leaders: dict[int, int] = {}  # pid -> episode id
         self.pids: dict[int, int] = {}  # episode id -> pid
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.children_file = f"/proc/self/task/{os.getpid()}/children"
-        self.code: dict[str, CodeType | None] = {}
         self.spare: tuple[int, socket.socket] | None = None
-
-    def compiled(self, program: str) -> CodeType | None:
-        """``policy.py`` of a snapshot, compiled once here instead of once per episode.
-
-        Compiling executes nothing, and snapshots are immutable, so the path is
-        a sound key. Anything odd falls back to a plain import in the child,
-        which reports the error properly.
-        """
-        if program not in self.code:
-            path = os.path.join(program, "policy.py")
-            try:
-                with open(path, "rb") as f:
-                    code: CodeType | None = compile(f.read(), path, "exec", dont_inherit=True)
-            except Exception:
-                code = None
-            if len(self.code) >= 64:
-                self.code.pop(next(iter(self.code)))
-            self.code[program] = code
-        return self.code[program]
 
     # -- host requests -------------------------------------------------------
 
     def spawn(self, msg: dict[str, Any], fds: list[int]) -> None:
         episode = int(msg["id"])
         scratch = os.path.join(self.scratch_root, str(episode))
-        self.compiled(msg["program"])  # for the spares forked from now on
         try:
             os.mkdir(scratch, 0o700)
             if self.spare is None:
@@ -140,6 +125,8 @@ class Template:
             signal.signal(sig, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         self.control.close()
+        if self.sandbox is not None:
+            self.sandbox.begin()  # the episode-independent part of the sandbox, while it waits
         data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_MESSAGE, 3)
         if not data or len(fds) != 3:
             return
@@ -150,8 +137,10 @@ class Template:
             scratch_dir=msg["scratch"],
             cpu=msg.get("cpu"),
             limits=confine.ProcessLimits(**msg["limits"]),
+            program_dir=msg["program"],
+            sandbox=self.sandbox,
         )
-        run_policy(msg["program"], self.code.get(msg["program"]), int(msg.get("spin", 0)))
+        run_policy(msg["program"], int(msg.get("spin", 0)))
 
     def kill(self, episode: int) -> None:
         pid = self.pids.get(episode)
@@ -289,10 +278,24 @@ def main() -> None:
         except ImportError:
             pass
     warm_up()
+    box = prepare_sandbox(sys.argv[3] if len(sys.argv) > 3 else None)
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with every fork (no refcount-driven copies)
     control = socket.socket(fileno=control_fd)
-    Template(control, scratch_root).serve()
+    Template(control, scratch_root, box).serve()
+
+
+def prepare_sandbox(isolation_json: str | None) -> sandbox.Sandbox:
+    """Probe and prepare the sandbox; a strict request that cannot be met ends the template."""
+    isolation = sandbox.Isolation.from_json(isolation_json) if isolation_json else None
+    try:
+        box = sandbox.prepare(isolation or sandbox.Isolation())
+    except (sandbox.SandboxError, OSError) as exc:
+        sys.stderr.write(f"evopolicy-mcp: cannot isolate policy processes: {exc}\n")
+        os._exit(78)
+    if box.missing:
+        sys.stderr.write(f"evopolicy-mcp: warning: {sandbox.describe_missing(box.missing)}\n")
+    return box
 
 
 if __name__ == "__main__":

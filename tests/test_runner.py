@@ -1,0 +1,697 @@
+"""Policy processes that misbehave on purpose, run through the real runner on real Gymnasium.
+
+Each failure code of the runner is produced by a real policy doing the wrong
+thing; limits are shrunk per test so that every one of them ends in a second
+or two. Tests that fork keep to a handful of processes and check that none of
+them outlives its episode.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kernel_support import (
+    GOOD_CARTPOLE,
+    TASKS,
+    Kernel,
+    children_of,
+    pids_with_cmdline,
+    policy_with_act,
+    process_state,
+    strays_of,
+    with_limits,
+)
+
+from evopolicy_mcp import frames
+from evopolicy_mcp.evaluation import STDERR_CHARS, EvaluationAborted
+from evopolicy_mcp.runner import Failure, policy_environment
+
+IMPORTS = "import ctypes, os, signal, struct, sys, time"
+FAST = with_limits("cartpole", act_seconds=0.3, startup_seconds=2.0, episode_seconds=5.0)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    k = Kernel(tmp_path_factory.mktemp("store"))
+    yield k
+    k.close()
+
+
+def line_of(source: str, text: str) -> int:
+    return next(n for n, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def assert_failed(summary: object, code: Failure) -> None:
+    assert getattr(summary, "status", None) == "failed", summary
+    assert getattr(summary, "failure", None) == code, summary
+
+
+# -- exception ---------------------------------------------------------------
+
+
+def test_an_exception_in_make_policy_names_policy_py_and_the_line(kernel: Kernel) -> None:
+    source = """\
+    import json
+
+    def make_policy(context):
+        settings = {"gain": 1.0}
+        return settings["missing"]
+    """
+    summary = kernel.only(source, FAST)
+    assert_failed(summary, Failure.EXCEPTION)
+    assert summary.steps == 0
+    assert "KeyError" in (summary.message or "") and "make_policy" in (summary.message or "")
+    assert summary.traceback is not None
+    line = line_of(textwrap.dedent(source), 'return settings["missing"]')
+    assert f'File "policy.py", line {line}, in make_policy' in summary.traceback
+    assert 'return settings["missing"]' in summary.traceback
+
+
+def test_an_exception_in_act_ends_the_episode_with_its_traceback(kernel: Kernel) -> None:
+    source = policy_with_act(
+        """\
+        self.steps += 1
+        if self.steps == 4:
+            raise ValueError("step four is broken")
+        return 0
+        """,
+        init="self.steps = 0",
+    )
+    summary = kernel.only(source, FAST)
+    assert_failed(summary, Failure.EXCEPTION)
+    assert summary.steps == 3  # three actions were taken before act raised
+    assert summary.message == "in act(): ValueError: step four is broken"
+    assert summary.traceback is not None
+    assert summary.traceback.splitlines()[-1] == "ValueError: step four is broken"
+    line = line_of(source, 'raise ValueError("step four is broken")')
+    assert f'File "policy.py", line {line}, in act' in summary.traceback
+
+
+def test_failure_texts_show_no_host_path(kernel: Kernel) -> None:
+    # The exception message holds a path inside the program, and the traceback runs
+    # through library code: neither may reveal where the host keeps programs.
+    source = policy_with_act(
+        """\
+        import pathlib
+        return pathlib.Path(__file__).with_name("settings.json").read_text()
+        """
+    )
+    program = kernel.program(source)
+    summary = kernel.only(program, FAST)
+    assert_failed(summary, Failure.EXCEPTION)
+    texts = (summary.message or "") + (summary.traceback or "")
+    assert "FileNotFoundError" in texts and "settings.json" in texts
+    assert "pathlib.py" in texts, "library frames are kept, by their short name"
+    package = str(Path(frames.__file__).resolve().parent)
+    for host_path in (str(kernel.store), str(program.path), package, sys.prefix, "/work/"):
+        assert host_path not in texts, host_path
+
+
+def test_sys_exit_is_caught_as_an_exception_not_a_crash(kernel: Kernel) -> None:
+    starting = kernel.only("import sys\n\ndef make_policy(context):\n    sys.exit(0)\n", FAST)
+    assert_failed(starting, Failure.EXCEPTION)
+    assert "SystemExit" in (starting.message or "")
+    acting = kernel.only(policy_with_act("import sys\nsys.exit('bye')"), FAST)
+    assert_failed(acting, Failure.EXCEPTION)
+    assert "SystemExit: bye" in (acting.message or "")
+
+
+def test_an_exception_whose_str_fails_is_still_an_exception(kernel: Kernel) -> None:
+    source = policy_with_act(
+        "raise Unprintable()",
+        top="""\
+        class Unprintable(Exception):
+            def __str__(self):
+                raise RuntimeError("no text")
+        """,
+    )
+    summary = kernel.only(source, FAST)
+    assert_failed(summary, Failure.EXCEPTION)
+    assert summary.traceback and "Unprintable" in summary.traceback
+
+
+# -- timeout -----------------------------------------------------------------
+
+
+def test_an_endless_loop_in_act_times_out_at_the_act_deadline(kernel: Kernel) -> None:
+    source = policy_with_act(
+        """\
+        self.steps += 1
+        while self.steps > 2:
+            pass
+        return 1
+        """,
+        init="self.steps = 0",
+    )
+    summary = kernel.only(source, FAST)
+    assert_failed(summary, Failure.TIMEOUT)
+    assert summary.steps == 2
+    assert summary.message == "act() did not answer within 0.3 s"
+    assert 0.3 <= summary.seconds < 3.0
+
+
+def test_a_policy_that_sleeps_forever_times_out(kernel: Kernel) -> None:
+    acting = kernel.only(policy_with_act("import time\ntime.sleep(10_000)"), FAST)
+    assert_failed(acting, Failure.TIMEOUT)
+    assert acting.seconds < 3.0
+    starting = kernel.only(
+        "import time\n\ndef make_policy(context):\n    time.sleep(10_000)\n",
+        with_limits(FAST, startup_seconds=0.5),
+    )
+    assert_failed(starting, Failure.TIMEOUT)
+    assert starting.message == "start-up did not answer within 0.5 s"
+
+
+def test_the_episode_deadline_stops_a_policy_that_is_slow_at_every_step(kernel: Kernel) -> None:
+    task = with_limits("cartpole", act_seconds=1.0, episode_seconds=0.5)
+    summary = kernel.only(policy_with_act("import time\ntime.sleep(0.05)\nreturn 0"), task)
+    assert_failed(summary, Failure.TIMEOUT)
+    assert "0.5 s wall-clock limit" in (summary.message or "")
+    assert summary.steps <= 10
+
+
+# -- resource_limit ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "allocation",
+    ["bytearray(8 << 30)", "numpy.ones(1 << 30)", "[0] * (1 << 30)"],
+    ids=["bytearray", "numpy", "list"],
+)
+def test_an_8_gb_allocation_is_stopped_by_the_memory_limit(kernel: Kernel, allocation: str) -> None:
+    task = with_limits(FAST, memory_mb=512, act_seconds=5.0)
+    source = policy_with_act(f"self.hoard = {allocation}\nreturn 0", top="import numpy")
+    summary = kernel.only(source, task)
+    assert_failed(summary, Failure.RESOURCE_LIMIT)
+    assert "memory limit" in (summary.message or "")
+
+
+def test_a_memory_error_while_starting_is_a_resource_limit(kernel: Kernel) -> None:
+    task = with_limits(FAST, memory_mb=512)
+    summary = kernel.only(
+        "HOARD = bytearray(8 << 30)\n\ndef make_policy(context):\n    pass\n", task
+    )
+    assert_failed(summary, Failure.RESOURCE_LIMIT)
+    assert "while starting" in (summary.message or "")
+
+
+def test_a_policy_cannot_lift_its_own_limits(kernel: Kernel) -> None:
+    source = policy_with_act(
+        """\
+        for which in (resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_NOFILE):
+            try:
+                resource.setrlimit(which, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+                print("lifted", which)
+            except (ValueError, OSError):
+                print("kept", which)
+        return 0
+        """,
+        top="import resource",
+    )
+    summary = kernel.only(source, with_limits(FAST, memory_mb=512))
+    assert summary.status == "ok", summary
+    assert "lifted" not in (summary.stderr or ""), summary.stderr
+    assert (summary.stderr or "").count("kept") >= 3
+
+
+def test_a_busy_loop_is_killed_by_the_cpu_limit(kernel: Kernel) -> None:
+    task = with_limits("cartpole", cpu_seconds=1, act_seconds=30.0, episode_seconds=30.0)
+    summary = kernel.only(policy_with_act("while True:\n    pass"), task)
+    assert_failed(summary, Failure.RESOURCE_LIMIT)
+    assert "CPU" in (summary.message or "")
+    assert summary.seconds < 10.0
+
+
+# -- invalid_action ----------------------------------------------------------
+
+
+def test_an_object_is_not_an_action(kernel: Kernel) -> None:
+    summary = kernel.only(policy_with_act("return object()"), FAST)
+    assert_failed(summary, Failure.INVALID_ACTION)
+    assert "not an action" in (summary.message or "")
+    assert summary.steps == 0
+
+
+@pytest.mark.parametrize("task_id", ["pendulum", "mountaincar-continuous"])
+def test_nan_for_a_continuous_task_is_an_invalid_action(kernel: Kernel, task_id: str) -> None:
+    source = policy_with_act("return [float('nan')]")
+    summary = kernel.only(source, with_limits(task_id, act_seconds=0.5))
+    assert_failed(summary, Failure.INVALID_ACTION)
+    assert "not finite" in (summary.message or "")
+    assert summary.steps == 0
+
+
+@pytest.mark.parametrize(
+    ("task_id", "bad", "says"),
+    [
+        ("cartpole", "2", "expected an int in [0, 1], got 2"),
+        ("cartpole", "-1", "expected an int in [0, 1], got -1"),
+        ("pendulum", "[2.5]", "above high 2"),
+        ("mountaincar-continuous", "[-1.01]", "below low -1"),
+    ],
+)
+def test_an_out_of_range_action_ends_the_episode_and_is_never_clipped(
+    kernel: Kernel, task_id: str, bad: str, says: str
+) -> None:
+    good = "[0.0]" if task_id != "cartpole" else "0"
+    source = policy_with_act(
+        f"self.steps += 1\nreturn {bad} if self.steps == 6 else {good}", init="self.steps = 0"
+    )
+    summary = kernel.only(source, with_limits(task_id, act_seconds=0.5))
+    assert_failed(summary, Failure.INVALID_ACTION)
+    assert summary.steps == 5, "the bad sixth action must not have been applied"
+    assert (summary.message or "").startswith("step 5: action")
+    assert says in (summary.message or "")
+
+
+# -- output ------------------------------------------------------------------
+
+
+def test_garbage_printed_to_stdout_is_captured_and_the_episode_stays_ok(kernel: Kernel) -> None:
+    noisy = policy_with_act(
+        """\
+        # Bytes that look like frames must not reach the protocol.
+        os.write(1, struct.pack("<IB", 5, ord("A")) + b"\\x00garbage\\xff\\n")
+        print("step", self.steps, "\\x00\\x01 looks like a frame", flush=True)
+        sys.stdout.buffer.write(b"\\xfe\\xfd raw bytes\\n")
+        sys.stdout.flush()
+        print("to stderr", file=sys.stderr)
+        self.steps += 1
+        return 1 if observation[2] > 0 else 0
+        """,
+        top="import os, struct, sys",
+        init="self.steps = 0",
+    )
+    quiet = policy_with_act("return 1 if observation[2] > 0 else 0")
+    loud, calm = kernel.evaluate(noisy, FAST, 2), kernel.evaluate(quiet, FAST, 2)
+    for summary, reference in zip(loud.episodes, calm.episodes, strict=True):
+        assert summary.status == "ok", summary
+        assert (summary.steps, summary.episode_return) == (
+            reference.steps,
+            reference.episode_return,
+        )
+        assert summary.stderr is not None
+        assert "looks like a frame" in summary.stderr and "to stderr" in summary.stderr
+        assert f"step {summary.steps - 1} " in summary.stderr  # the tail is kept
+        assert reference.stderr is None
+
+
+def test_fifty_megabytes_of_stderr_are_drained_and_bounded(kernel: Kernel) -> None:
+    source = policy_with_act(
+        """\
+        if not self.done:
+            sys.stderr.write("x" * (50 << 20))
+            sys.stderr.write("THE END\\n")
+            self.done = True
+        return 1 if observation[2] > 0 else 0
+        """,
+        top="import sys",
+        init="self.done = False",
+    )
+    summary = kernel.only(source, with_limits("cartpole", act_seconds=20.0, episode_seconds=30.0))
+    assert summary.status == "ok", summary
+    assert summary.steps > 10
+    assert summary.stderr is not None
+    assert len(summary.stderr) <= STDERR_CHARS + 100
+    assert "THE END" in summary.stderr
+
+
+# -- crashed -----------------------------------------------------------------
+
+
+def test_os_exit_is_a_crash_with_its_exit_code(kernel: Kernel) -> None:
+    summary = kernel.only(policy_with_act("os._exit(3)", top="import os"), FAST)
+    assert_failed(summary, Failure.CRASHED)
+    assert "exited with code 3" in (summary.message or "")
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["os.kill(os.getpid(), signal.SIGSEGV)", "ctypes.string_at(0)"],
+    ids=["signal", "null-pointer"],
+)
+def test_a_segfault_is_a_crash(kernel: Kernel, how: str) -> None:
+    source = policy_with_act(f"print('about to crash', flush=True)\n{how}", top=IMPORTS)
+    summary = kernel.only(source, FAST)
+    assert_failed(summary, Failure.CRASHED)
+    assert "SIGSEGV" in (summary.message or "")
+    assert "about to crash" in (summary.stderr or "")
+
+
+# -- protocol_error ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        'b"hello host, this is not a frame"',
+        'struct.pack("<IB", 3, ord("A")) + b"Zz"',  # unknown value tag
+        'struct.pack("<IB", 11, ord("A")) + b"i" + bytes(8) + b"!"',  # trailing byte
+        'struct.pack("<IB", 10, ord("Q")) + b"i" + bytes(8)',  # a kind the host never uses
+        'struct.pack("<IB", 2, ord("R")) + b"N"',  # READY where an ACTION belongs
+    ],
+    ids=["text", "bad-tag", "trailing", "unknown-kind", "wrong-kind"],
+)
+def test_garbage_written_to_the_action_descriptor_is_a_protocol_error(
+    kernel: Kernel, payload: str
+) -> None:
+    source = policy_with_act(f"os.write(4, {payload})\ntime.sleep(30)", top=IMPORTS)
+    summary = kernel.only(source, with_limits(FAST, act_seconds=5.0))
+    assert_failed(summary, Failure.PROTOCOL_ERROR)
+    assert summary.seconds < 4.0, "a bad frame ends the episode at once, not at the deadline"
+
+
+def test_a_huge_frame_header_is_rejected_without_waiting_for_its_payload(kernel: Kernel) -> None:
+    source = policy_with_act(
+        'os.write(4, struct.pack("<IB", 2**31, ord("A")))\ntime.sleep(30)', top=IMPORTS
+    )
+    summary = kernel.only(source, with_limits(FAST, act_seconds=5.0))
+    assert_failed(summary, Failure.PROTOCOL_ERROR)
+    assert "exceeds the limit" in (summary.message or "")
+    assert summary.seconds < 4.0
+
+
+def test_an_oversized_action_is_a_protocol_error(kernel: Kernel) -> None:
+    summary = kernel.only(policy_with_act("return numpy.zeros(500_000)", top="import numpy"), FAST)
+    assert_failed(summary, Failure.PROTOCOL_ERROR)
+    assert "exceeds the limit" in (summary.message or "")
+
+
+def test_a_truncated_array_frame_is_a_protocol_error(kernel: Kernel) -> None:
+    source = policy_with_act(
+        'os.write(4, struct.pack("<IB", 5, ord("A")) + b"a\\xff\\x00\\x00")\ntime.sleep(30)',
+        top=IMPORTS,
+    )
+    summary = kernel.only(source, FAST)
+    assert_failed(summary, Failure.PROTOCOL_ERROR)
+
+
+def test_closing_the_action_descriptor_and_spinning_is_a_protocol_error(kernel: Kernel) -> None:
+    source = policy_with_act("os.close(4)\nwhile True:\n    pass", top=IMPORTS)
+    summary = kernel.only(source, with_limits(FAST, act_seconds=5.0))
+    assert_failed(summary, Failure.PROTOCOL_ERROR)
+    assert "closed its action pipe" in (summary.message or "")
+    assert summary.seconds < 4.0
+
+
+# -- processes the policy leaves behind --------------------------------------
+
+# Each prints "LEFT <pid>" for a process that outlives the policy's act() call. Sleepers
+# exec the Python runtime with MARK on their command line, so a scan of /proc finds them;
+# the close-on-exec pipe tells the parent that the exec happened.
+EXEC_SLEEPER = """\
+def exec_sleeper(tag, session=False):
+    r, w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            if session:
+                os.setsid()
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(1000)", tag])
+        finally:
+            os.write(w, b"!")
+            os._exit(1)
+    os.close(w)
+    failed = os.read(r, 1)
+    os.close(r)
+    if failed:
+        raise RuntimeError("the sleeper could not exec")
+    return pid
+"""
+
+LEAVERS = {
+    # A plain forked child: a copy of the policy process, still in its process group.
+    "child": """\
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(1000)
+            os._exit(0)
+        print("LEFT", pid, flush=True)
+        """,
+    # A child in a session of its own, out of reach of a process-group kill.
+    "session": """\
+        print("LEFT", exec_sleeper(MARK + "-session", session=True), flush=True)
+        """,
+    # The classic daemon: fork, setsid, fork again, the middle process exits.
+    "daemon": """\
+        r, w = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            try:
+                os.setsid()
+                os.write(w, str(exec_sleeper(MARK + "-daemon")).encode())
+            finally:
+                os._exit(0)
+        os.waitpid(middle, 0)
+        os.close(w)
+        print("LEFT", int(os.read(r, 32)), flush=True)
+        os.close(r)
+        """,
+}
+
+
+@pytest.mark.parametrize("kind", list(LEAVERS))
+def test_processes_forked_by_a_policy_do_not_outlive_the_episode(kernel: Kernel, kind: str) -> None:
+    marker = f"evopolicy-test-{uuid.uuid4().hex}"
+    body = (
+        "if not self.forked:\n"
+        "    self.forked = True\n"
+        + textwrap.indent(textwrap.dedent(LEAVERS[kind]), "    ")
+        + "return 1 if observation[2] > 0 else 0\n"
+    )
+    source = policy_with_act(
+        body, top=f"{IMPORTS}\nMARK = {marker!r}\n{EXEC_SLEEPER}", init="self.forked = False"
+    )
+    feedback = kernel.evaluate(source, with_limits(FAST, act_seconds=5.0), 2)
+    kernel.runner.settle()
+    left = []
+    for summary in feedback.episodes:
+        assert summary.status == "ok", summary
+        lines = [line for line in (summary.stderr or "").splitlines() if line.startswith("LEFT")]
+        assert len(lines) == 1, summary.stderr
+        left.append(int(lines[0].split()[1]))
+    assert all(process_state(pid) is None for pid in left), [process_state(p) for p in left]
+    assert pids_with_cmdline(marker) == []
+    template = kernel.runner.template_pid
+    assert template is not None and process_state(template) not in (None, "Z")
+    assert strays_of(template) == [], "no child of an episode is left, not even a zombie"
+    assert len(children_of(template)) <= 1, "at most the idle spare"
+
+
+HOST_SCRIPT = """
+import sys
+from pathlib import Path
+from evopolicy_mcp import seeds
+from evopolicy_mcp.evaluation import evaluate, jobs_for
+from evopolicy_mcp.snapshot import capture_files
+from evopolicy_mcp.tasks import get_task
+
+task = get_task("cartpole")
+task = task.model_copy(update={"limits": task.limits.model_copy(
+    update={"act_seconds": 60.0, "episode_seconds": 60.0})})
+program = capture_files({"policy.py": sys.stdin.read()}, Path(sys.argv[1]))
+evaluate(program, task, jobs_for(task, "train", [0], seeds.secret_from_seed(0)), workers=1)
+"""
+
+
+def test_a_killed_host_takes_its_policy_processes_and_their_daemons_with_it(
+    tmp_path: Path,
+) -> None:
+    marker = f"evopolicy-test-{uuid.uuid4().hex}"
+    policy = policy_with_act(
+        "time.sleep(1000)",
+        top=f"{IMPORTS}\nMARK = {marker!r}\n{EXEC_SLEEPER}",
+        init=LEAVERS["daemon"],
+    )
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST_SCRIPT, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert host.stdin is not None and host.stderr is not None
+    host.stdin.write(policy.encode())
+    host.stdin.close()
+    daemons: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not daemons and time.monotonic() < deadline and host.poll() is None:
+            time.sleep(0.05)
+            daemons = pids_with_cmdline(marker)
+        assert daemons, host.stderr.read().decode() if host.poll() is not None else "no daemon"
+        templates = children_of(host.pid)
+        policies = [pid for t in templates for pid in children_of(t) if pid not in daemons]
+        assert len(templates) == 1 and policies, (templates, policies)
+        host.send_signal(signal.SIGKILL)
+        host.wait()
+        watched = [*templates, *policies, *daemons]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            process_state(p) not in (None, "Z") for p in watched
+        ):
+            time.sleep(0.05)
+        assert [p for p in watched if process_state(p) not in (None, "Z")] == []
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        for pid in daemons:  # never leave a sleeper behind, even when the test fails
+            if process_state(pid) not in (None, "Z"):
+                os.kill(pid, signal.SIGKILL)
+
+
+# -- what a policy process can see -------------------------------------------
+
+
+def test_a_policy_process_holds_nothing_of_the_host(kernel: Kernel) -> None:
+    source = """\
+    import os, sys
+
+    def make_policy(context):
+        print("ENV", sorted(os.environ.items()))
+        print("FDS", sorted(int(fd) for fd in os.listdir("/proc/self/fd")))
+        print("MODULES", sorted(m for m in sys.modules if m.split(".")[0] in WATCHED))
+        print("CWD", os.getcwd(), os.listdir("."))
+        return Policy()
+
+    WATCHED = {"evopolicy_mcp", "gymnasium", "pydantic", "mcp", "sqlite3", "environments"}
+
+    class Policy:
+        def act(self, observation):
+            return 0
+    """
+    program = kernel.program(source)
+    summary = kernel.only(program, FAST)
+    assert summary.status == "ok" and summary.stderr is not None, summary
+    seen = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in summary.stderr.splitlines()}
+    assert seen["ENV"] == str(sorted(policy_environment().items()))
+    # 0-2 standard streams, 3-4 frame pipes, plus the one listdir opened.
+    assert ast.literal_eval(seen["FDS"]) == [0, 1, 2, 3, 4, 5]
+    modules = ast.literal_eval(seen["MODULES"])
+    assert not [m for m in modules if not m.startswith("evopolicy_mcp")], modules
+    host_side = {f"evopolicy_mcp.{m}" for m in HOST_MODULES}
+    assert not set(modules) & host_side, set(modules) & host_side
+    cwd, listing = seen["CWD"].split(" ", 1)
+    assert listing == "[]"
+    assert not cwd.startswith(str(program.path)) and not cwd.startswith(str(kernel.store))
+
+
+# Modules of the host side of the boundary; none may be loaded in a policy process.
+HOST_MODULES = (
+    "adapters",
+    "evaluation",
+    "feedback",
+    "host",
+    "process",
+    "records",
+    "runner",
+    "scoring",
+    "seeds",
+    "server",
+    "snapshot",
+    "store",
+    "tasks",
+    "workers",
+)
+
+# Reads the policy process's whole memory for markers of the form evopolicy-test-<32 hex>.
+SPY = r"""
+import re
+
+PATTERN = re.compile(rb"evopolicy-test-[0-9a-f]{32}")
+CHUNK = 16 << 20
+
+def make_policy(context):
+    found = set()
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+        for line in maps:
+            fields = line.split()
+            if "r" not in fields[1] or fields[-1] in ("[vvar]", "[vsyscall]"):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            for offset in range(start, end, CHUNK):
+                try:
+                    mem.seek(offset)
+                    chunk = mem.read(min(CHUNK + 64, end - offset))
+                except (OSError, ValueError, OverflowError):
+                    break
+                found.update(m.decode() for m in PATTERN.findall(chunk))
+    print("FOUND", " ".join(sorted(found)))
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        return 0
+"""
+
+
+def test_a_policy_cannot_read_other_programs_from_the_template(kernel: Kernel) -> None:
+    marker, own = (f"evopolicy-test-{uuid.uuid4().hex}" for _ in range(2))
+    other = f"{GOOD_CARTPOLE}\nPRIVATE = {marker!r}\n"
+    assert kernel.only(other, FAST).status == "ok"
+    summary = kernel.only(f"{SPY}\nOWN = {own!r}\n", FAST)
+    assert summary.status == "ok", summary
+    assert summary.stderr is not None and summary.stderr.startswith("FOUND")
+    assert own in summary.stderr, "the scan finds the policy's own text, so it would find more"
+    assert marker not in summary.stderr, "another program's text is in this policy's memory"
+
+
+def test_the_context_carries_the_public_spec_and_the_jobs_policy_seed(kernel: Kernel) -> None:
+    source = """\
+    def make_policy(context):
+        print("SEED", context.policy_seed)
+        print("TASK", context.task_id, context.action_space["type"], context.action_space["n"])
+        print("META", context.metadata["env_id"])
+        return Policy()
+
+    class Policy:
+        def act(self, observation):
+            return 0
+    """
+    feedback = kernel.evaluate(source, FAST, 3)
+    jobs = kernel.jobs(FAST, 3)
+    for summary, job in zip(feedback.episodes, jobs, strict=True):
+        assert f"SEED {job.policy_seed}\n" in (summary.stderr or "")
+        assert "TASK cartpole discrete 2" in (summary.stderr or "")
+        assert "META CartPole-v1" in (summary.stderr or "")
+    assert len({job.policy_seed for job in jobs}) == 3
+
+
+def test_a_discrete_observation_arrives_as_a_plain_int(kernel: Kernel) -> None:
+    source = policy_with_act(
+        "print(type(observation).__name__, flush=True)\nreturn 0",
+    )
+    summary = kernel.only(source, with_limits(TASKS["frozenlake"], act_seconds=0.5))
+    assert summary.status == "ok", summary
+    assert set((summary.stderr or "").split()) == {"int"}
+
+
+def test_a_policy_cannot_turn_its_episode_into_a_host_fault_by_killing_the_template(
+    tmp_path: Path,
+) -> None:
+    # A host fault is refunded, not charged: a policy must not be able to provoke one.
+    own = Kernel(tmp_path)  # should the kill land, only this runner's template dies
+    try:
+        source = policy_with_act(
+            "os.kill(os.getppid(), signal.SIGKILL)\nos.kill(os.getppid(), signal.SIGTERM)\nreturn 0",
+            top=IMPORTS,
+        )
+        try:
+            feedback = own.evaluate(source, FAST, 2)
+        except EvaluationAborted as exc:
+            pytest.fail(f"the policy aborted its own evaluation: {exc}")
+        for summary in feedback.episodes:
+            assert summary.status == "ok" or summary.failure == Failure.EXCEPTION, summary
+    finally:
+        own.close()
