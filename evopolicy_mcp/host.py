@@ -127,7 +127,7 @@ class Host:
         self._specs: dict[str, EnvSpec] = {}
         self._run_tasks: dict[str, Task] = {}
         self._start_lock = threading.Lock()
-        self._runs_started = 0
+        self._runs_started = 0  # counted from the records below, so a restart cannot reset it
         self._closed = False
         self._work: Workers | None = None
         try:
@@ -140,6 +140,7 @@ class Host:
                 workers=workers,
                 concurrency=concurrency,
             )
+            self._runs_started = len(self.store.list_runs())
             subs, runs = self.store.claim_orphans()
         except BaseException:
             self.close()
@@ -239,7 +240,7 @@ class Host:
             raise ValueError(f"run {name!r} already exists for task {existing.task_id!r}")
 
     def _create_run(self, task: Task, run_id: str) -> RunRecord:
-        secret = seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed)
+        secret = seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed, "run")
         b = task.budget
         deadline = None if b.wall_seconds is None else time.time() + b.wall_seconds
         return self.store.create_run(

@@ -59,14 +59,19 @@ def _check_int(name: str, value: object) -> int:
     return value
 
 
-def secret_from_seed(seed: int) -> bytes:
-    """A 32-byte run secret from a public seed, for reproducible runs and benchmarks.
+def secret_from_seed(seed: int, purpose: str = "public") -> bytes:
+    """A 32-byte run secret from a seed, for reproducible runs and benchmarks.
 
-    Anyone who knows the seed can compute every hidden episode, so use it only
-    where the episodes need not stay hidden; agent runs use :func:`new_secret`.
+    ``purpose`` separates domains: ``"public"`` is the ``evaluate --seed`` one
+    anybody may use; the host derives an operator's fixed run seed with
+    ``"run"``, so the public CLI cannot replay a server's hidden episodes from
+    the same number. Anyone who knows a run seed can still compute its hidden
+    episodes: an operator who fixes one keeps it private (and large).
     """
     seed = _check_int("seed", seed)
-    return hashlib.sha256(_field(_SECRET_TAG) + _field(str(seed).encode("ascii"))).digest()
+    return hashlib.sha256(
+        _field(_SECRET_TAG) + _field(purpose.encode("utf-8")) + _field(str(seed).encode("ascii"))
+    ).digest()
 
 
 def new_secret() -> bytes:

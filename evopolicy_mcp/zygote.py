@@ -110,8 +110,13 @@ class Template:
             try:
                 ours.close()
                 self.become_policy(theirs, template_pid)
-            except BaseException:
-                pass
+            except BaseException as exc:
+                try:  # the operator's only clue: policy processes write nothing else here
+                    os.write(
+                        2, f"evopolicy-mcp: a policy process failed to start: {exc!r}\n".encode()
+                    )
+                except OSError:
+                    pass
             os._exit(70)
         theirs.close()
         self.spare = (pid, ours)
@@ -132,15 +137,21 @@ class Template:
             return
         msg = json.loads(data)
         sock.close()
+        # The program runs from a copy in its scratch directory: its own path then says
+        # nothing about where the host keeps its records.
+        program = os.path.join(msg["scratch"], "program")  # read-only to the policy
+        work = os.path.join(msg["scratch"], "work")  # its working directory, read-write
+        copy_program(msg["program"], program)
+        os.mkdir(work, 0o700)
         confine.enter_episode(
             *fds,
-            scratch_dir=msg["scratch"],
+            scratch_dir=work,
             cpu=msg.get("cpu"),
             limits=confine.ProcessLimits(**msg["limits"]),
-            program_dir=msg["program"],
+            program_dir=program,
             sandbox=self.sandbox,
         )
-        run_policy(msg["program"], int(msg.get("spin", 0)))
+        run_policy(program, int(msg.get("spin", 0)))
 
     def kill(self, episode: int) -> None:
         pid = self.pids.get(episode)
@@ -262,6 +273,16 @@ class Template:
                 elif msg["op"] == "exit":
                     self.shutdown()
             self.reap()  # a SIGCHLD can race the selector; reaping is cheap and idempotent
+
+
+def copy_program(source: str, target: str) -> None:
+    """Contents only: no modes or times (the sandbox already forbids changing them)."""
+    for directory, subdirs, files in os.walk(source):
+        here = os.path.join(target, os.path.relpath(directory, source))
+        os.makedirs(here, exist_ok=True)
+        subdirs.sort()
+        for name in files:
+            shutil.copyfile(os.path.join(directory, name), os.path.join(here, name))
 
 
 def main() -> None:

@@ -41,7 +41,9 @@ def test_seeds_match_the_documented_derivation() -> None:
     def field(data: bytes) -> bytes:
         return len(data).to_bytes(8, "big") + data
 
-    expected_secret = hashlib.sha256(field(b"evopolicy-mcp/secret/v1") + field(b"1234")).digest()
+    expected_secret = hashlib.sha256(
+        field(b"evopolicy-mcp/secret/v1") + field(b"public") + field(b"1234")
+    ).digest()
     assert expected_secret == SECRET
     digest = hashlib.sha256(
         field(b"evopolicy-mcp/seeds/v1")
