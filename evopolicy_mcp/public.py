@@ -188,21 +188,51 @@ def _keep(text: str | None) -> str | None:
     return text
 
 
+# In a page of many episodes, texts a policy produced are cut to these sizes and a text
+# equal to one shown earlier on the page is not repeated; episode=N shows it whole.
+# A page then stays well inside what agent CLIs accept from one tool call.
+PAGE_TRACEBACK_CHARS = 1200
+PAGE_STDERR_CHARS = 600
+
+
+def _tail(text: str | None, limit: int, index: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"[...cut; get_feedback(episode={index}) shows all]\n" + text[-limit:]
+
+
 def episode_view(
-    s: EpisodeSummary, redact: Callable[[str | None], str | None] = _keep
+    s: EpisodeSummary,
+    redact: Callable[[str | None], str | None] = _keep,
+    *,
+    seen: dict[str, int] | None = None,
 ) -> EpisodeView:
+    """One episode's public summary; with ``seen`` (a page's memory of texts already
+    shown, text -> episode index), long texts are cut and repeats are referenced."""
+    traceback, stderr = redact(s.traceback), redact(s.stderr)
+    if seen is not None:
+        texts: list[str | None] = []
+        for text, limit in ((traceback, PAGE_TRACEBACK_CHARS), (stderr, PAGE_STDERR_CHARS)):
+            if text and text in seen:
+                texts.append(f"[same as episode {seen[text]}]")
+                continue
+            if text:
+                seen[text] = s.index
+            texts.append(_tail(text, limit, s.index))
+        traceback, stderr = texts
     return EpisodeView(
         index=s.index,
         status=s.status,
         failure=s.failure.value if s.failure is not None else None,
         message=redact(s.message),
-        traceback=redact(s.traceback),
-        stderr=redact(s.stderr),
+        traceback=traceback,
+        stderr=stderr,
         episode_return=s.episode_return,
         steps=s.steps,
         terminated=s.terminated,
         truncated=s.truncated,
         metrics=dict(s.metrics),
+        report=s.report,
     )
 
 
@@ -252,7 +282,13 @@ def submission_view(
             )
         elif offset and offset >= len(summaries) and summaries:
             hint = f"offset {offset} is past the last episode summary ({len(summaries)} in all)"
-    shown = {s.index for s in page}
+        traced = [t.index for t in traces]
+        if traced:
+            more = f"step traces of episodes {traced}: get_feedback(episode=N) shows one"
+            hint = f"{hint}; {more}" if hint else more
+    # Step traces are long: a page lists summaries, episode=N carries its trace.
+    shown = {s.index for s in page} if episode is not None else set()
+    seen: dict[str, int] = {}
     failures = dict(feedback.failures) if feedback is not None else {}
     if feedback is None:
         for s in summaries:
@@ -273,7 +309,9 @@ def submission_view(
         policy_failures=sum(failures.values()),
         failures=failures,
         metrics=dict(feedback.metrics) if feedback is not None else {},
-        episode_summaries=[episode_view(s, redact) for s in page],
+        episode_summaries=[
+            episode_view(s, redact, seen=None if episode is not None else seen) for s in page
+        ],
         traces=[t for t in traces if t.index in shown],
         offset=offset,
         next_offset=next_offset,

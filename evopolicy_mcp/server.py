@@ -24,7 +24,8 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from . import __version__, guide
@@ -279,7 +280,10 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     @mcp.prompt(title="Evolve a policy for a task")
     async def evolve_policy(task_id: str) -> str:
         """Working instructions for evolving a policy on a task with this server."""
-        spec = await resource_call(lambda: slot.host.describe_task(task_id))
+        try:
+            spec = await resource_call(lambda: slot.host.describe_task(task_id))
+        except ResourceError as exc:  # a JSON-RPC error carries its message to the client
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         b = spec.budget
         budget = (
             f"{b.episodes} episodes, {b.submissions} submissions, at most {b.per_submission} "
