@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from evopolicy_mcp.options import WORKERS_HELP, positive_int
+
 __all__ = ["main"]
 
 
@@ -189,7 +191,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--episodes", help="number of episodes (default: 10 for train, the task's size otherwise)"
     )
     p.add_argument("--seed", type=int, default=0, help="public seed the episode seeds derive from")
-    p.add_argument("--workers", type=int, default=None, help="parallel episodes (default: CPUs)")
+    p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
     p.add_argument("--json", action="store_true", help="print the feedback as one JSON document")
     p.add_argument(
         "--isolation",
@@ -213,7 +215,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "measure harness speed against raw Gymnasium",
     )
     p.add_argument("--episodes", type=int, default=100)
-    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
     p.add_argument("--mcp", action="store_true", help="measure the MCP layer over stdio instead")
     p.add_argument("--json", action="store_true")
 

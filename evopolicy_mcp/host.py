@@ -106,6 +106,7 @@ class Host:
         concurrency: int = 2,
         close_timeout: float = 10.0,
         isolation: Isolation | None = None,
+        allow_program_dir: bool = True,
     ) -> None:
         self.tasks: dict[str, Task] = load_tasks(tasks_dirs)
         if runner is None:
@@ -117,6 +118,8 @@ class Host:
         else:
             self._own_runner = None
         self.runner = runner
+        # A remote client must not make the server read (and describe) its own folders.
+        self.allow_program_dir = allow_program_dir
         self.workers = workers
         self.seed = seed
         self.bind = bind
@@ -240,7 +243,9 @@ class Host:
             raise ValueError(f"run {name!r} already exists for task {existing.task_id!r}")
 
     def _create_run(self, task: Task, run_id: str) -> RunRecord:
-        secret = seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed, "run")
+        secret = (
+            seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed, "run")
+        )
         b = task.budget
         deadline = None if b.wall_seconds is None else time.time() + b.wall_seconds
         return self.store.create_run(
@@ -319,6 +324,12 @@ class Host:
         # The reservation below decides; this early look only avoids a useless capture.
         usage = self.store.usage(run.id)
         check_budget(task, usage.episodes, usage.submissions, len(indices))
+        if program_dir is not None and not self.allow_program_dir:
+            raise HostError(
+                "program_invalid",
+                "this server takes programs inline only: send files={'policy.py': '...'} "
+                "(program_dir is off for clients on other machines)",
+            )
         program = capture_program(
             files, program_dir, programs_dir=self.store.programs_dir, records_dir=self.data_dir
         )

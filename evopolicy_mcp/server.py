@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 from . import __version__, guide
 from .bridge import HostSlot, Progress, admit, all_pages, host_call, resource_call, running_hint
 from .host import Host
+from .options import WORKERS_HELP, positive_int
 from .sandbox import Isolation
 from .store import default_data_dir
 from .views import FinalizeAck, RunInfo, RunStatus, SubmissionView, TaskInfo, TaskSpec
@@ -397,7 +398,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="HTTP bearer token (default: $EVOPOLICY_TOKEN; generated when --host is not loopback)",
     )
-    parser.add_argument("--workers", type=int, default=None, help="parallel episodes")
+    parser.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
     parser.add_argument(
         "--isolation",
         choices=("default", "strict"),
@@ -424,6 +425,8 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
     data_dir = (args.data_dir or default_data_dir()).expanduser().resolve()
     bind = (args.task, args.run) if args.task is not None else None
 
+    from .http_auth import is_loopback
+
     def make() -> Host:
         return Host(
             data_dir,
@@ -433,6 +436,8 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             bind=bind,
             max_runs=args.max_runs,
             isolation=Isolation(strict=args.isolation == "strict"),
+            # Over HTTP beyond loopback the client is elsewhere: its paths mean nothing here.
+            allow_program_dir=args.transport == "stdio" or is_loopback(args.host),
         )
 
     return make

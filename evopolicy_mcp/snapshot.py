@@ -76,6 +76,9 @@ class SnapshotLimits:
     max_file_bytes: int = 2 * _MIB
     max_total_bytes: int = 8 * _MIB
     max_depth: int = 8
+    # Python sources are compiled at capture, on the host: bound what that may cost.
+    max_source_bytes: int = 256 * 1024
+    max_total_source_bytes: int = 1 * _MIB
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ def capture(
     may be one. Raises :class:`ProgramError` for anything wrong with the program.
     """
     files = _read_tree(Path(source_dir), limits, follow_root=True, name="program folder")
-    return _store(files, store_dir)
+    return _store(files, store_dir, limits)
 
 
 def capture_files(
@@ -148,7 +151,7 @@ def capture_files(
                 raise ProgramError(
                     f"{parent} is both a file and a folder (of {relpath}); rename one of them"
                 )
-    return _store(acc.files, store_dir)
+    return _store(acc.files, store_dir, acc.limits)
 
 
 def open_program(
@@ -407,8 +410,24 @@ def _special_error(relpath: str, mode: int) -> ProgramError:
     )
 
 
-def _compile_sources(files: Mapping[str, bytes]) -> None:
-    """Compile every ``.py`` file (never run it) so syntax errors cost nothing."""
+def _compile_sources(files: Mapping[str, bytes], limits: SnapshotLimits) -> None:
+    """Compile every ``.py`` file (never run it) so syntax errors cost nothing.
+
+    Compiling costs the host time and memory in proportion to the source, so
+    sources are bounded first (a 2 MB list literal takes seconds and ~700 MB)."""
+    sources = {p: data for p, data in files.items() if p.endswith(".py")}
+    for relpath, data in sources.items():
+        if len(data) > limits.max_source_bytes:
+            raise ProgramError(
+                f"{relpath} is {len(data)} bytes; Python sources may be at most "
+                f"{limits.max_source_bytes} bytes each: move data into a non-.py file "
+                "(e.g. JSON or .npy) and load it"
+            )
+    if sum(map(len, sources.values())) > limits.max_total_source_bytes:
+        raise ProgramError(
+            f"the program's Python sources exceed {limits.max_total_source_bytes} bytes in "
+            "all; move data into non-.py files and load it"
+        )
     with _COMPILE_LOCK, warnings.catch_warnings():
         # Warnings about the agent's code (invalid escapes...) are not the host's to print.
         warnings.simplefilter("ignore")
@@ -441,14 +460,14 @@ def _size(files: Mapping[str, bytes]) -> int:
     return sum(len(data) for data in files.values())
 
 
-def _store(files: dict[str, bytes], store_dir: str | os.PathLike[str]) -> Program:
+def _store(
+    files: dict[str, bytes], store_dir: str | os.PathLike[str], limits: SnapshotLimits
+) -> Program:
     if ENTRY not in files:
-        found = ", ".join(sorted(files)[:5]) or "no files"
         raise ProgramError(
-            f"the program has no {ENTRY} at its top (found: {found}); add {ENTRY} "
-            "defining make_policy(context)"
+            f"the program has no {ENTRY} at its top; add {ENTRY} defining make_policy(context)"
         )
-    _compile_sources(files)
+    _compile_sources(files, limits)
     digest = _digest(files)
     store = Path(os.path.abspath(store_dir))
     path = store / digest

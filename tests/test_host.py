@@ -269,6 +269,20 @@ def test_a_program_dir_is_captured_relative_to_the_working_directory(
     assert host.wait(run, sub, 60).score == 500.0
 
 
+def test_a_host_for_remote_clients_refuses_program_dir_without_reading_it(
+    data_dir: Path, tasks_dir: Path, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "prog"
+    workspace.mkdir()
+    (workspace / "policy.py").write_text(GOOD)
+    with Host(data_dir, tasks_dirs=[tasks_dir], allow_program_dir=False) as h:
+        run = h.start_run("mini").run_id
+        error = rejected(lambda: h.submit(run, "0", program_dir=str(workspace)), "program_invalid")
+        assert "inline only" in error.message and str(workspace) not in error.message
+        assert h.run_status(run).episodes_used == 0
+        assert h.wait(run, h.submit(run, "0", files={"policy.py": GOOD}), 60).score == 500.0
+
+
 def test_open_run_rejections_charge_nothing(host: Host, tmp_path: Path) -> None:
     run = host.start_run("mini").run_id
     a_file = tmp_path / "a_file.txt"

@@ -54,6 +54,10 @@ TIERS: dict[str, set[str]] = {
         "environments",
         "environments.gymnasium_adapter",
         "environments.gymnasium_catalog",
+        "environments.crafter_adapter",
+        "environments.crafter_report",
+        "environments.crafter_scoring",
+        "environments.crafter_world",
     },
     "evaluation": {"evopolicy_mcp.evaluation", "evopolicy_mcp.feedback", "evopolicy_mcp.scoring"},
     "store": {"evopolicy_mcp.store", "evopolicy_mcp.records"},
@@ -82,6 +86,7 @@ TIERS: dict[str, set[str]] = {
         "evopolicy_mcp.bridge",
         "evopolicy_mcp.http_auth",
         "evopolicy_mcp.demo",
+        "evopolicy_mcp.options",
     },
 }
 
@@ -110,6 +115,7 @@ MCP_MODULES = {
 # listing tasks or starting the server imports none.
 SIMULATOR_MODULES = {
     "environments.gymnasium_adapter",
+    "environments.crafter_world",  # imported lazily by the crafter adapter
     "evopolicy_mcp.spaces",  # describes gymnasium spaces for the adapter, imported lazily
     "evopolicy_mcp.bench",
 }

@@ -1,0 +1,22 @@
+"""Command-line options shared by the operator commands and ``serve``."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["WORKERS_HELP", "positive_int"]
+
+WORKERS_HELP = (
+    "parallel episodes (default: one per two CPUs, each worker and its policy process "
+    "on a CPU of their own)"
+)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
