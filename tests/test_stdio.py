@@ -35,6 +35,36 @@ def _server(data_dir: Path, tasks_dir: Path, *extra: str) -> StdioServerParamete
     )
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (through each thread's children list)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            for child in children:
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
 def _children_running(marker: str) -> list[int]:
     """Pids of live processes whose command line holds ``marker`` (zombies excluded)."""
     found = []
@@ -98,14 +128,19 @@ async def test_a_server_killed_mid_evaluation_resumes_it_charged_once(tmp_path: 
             assert time.monotonic() < deadline, "no episode finished"
             await anyio.sleep(0.05)
         assert view["status"] == "running" and view["episodes_done"] < 4
-        os.kill(_server_pid(marker), signal.SIGKILL)
+        server_pid = _server_pid(marker)
+        # The template, its spare and the running episode's policy process at least.
+        family = _descendants(server_pid)
+        assert len(family) >= 2, family
+        os.kill(server_pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await call(client, "run_status", run_id=rid)  # the connection is gone
     # Policy processes die with their server, none is left behind.
     deadline = time.monotonic() + 10
-    while _children_running(marker) and time.monotonic() < deadline:
+    while (_children_running(marker) or _alive(family)) and time.monotonic() < deadline:
         await anyio.sleep(0.1)
     assert not _children_running(marker)
+    assert not _alive(family), f"left behind by the killed server: {_alive(family)}"
 
     async with Client(_server(data_dir, tasks_dir)) as client:
         done = await call(client, "get_feedback", run_id=rid, submission_id=sid, wait_seconds=45)
