@@ -34,8 +34,9 @@ def _send(kind: int, value: Any = None) -> None:
 
 
 def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
+    chunk: bytes | None = None
     while True:
-        got = reader.next()
+        got = reader.take(chunk) if chunk else reader.next()
         if got is not None:
             kind, payload = got
             return kind, frames.decode(payload)
@@ -54,7 +55,6 @@ def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
                 continue
         if not chunk:
             _exit(0)  # the host closed the pipe: the episode is over
-        reader.feed(chunk)
 
 
 def _clean_traceback(exc: BaseException, program_dir: str) -> str:

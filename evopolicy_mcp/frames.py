@@ -321,6 +321,16 @@ class FrameReader:
     def feed(self, data: bytes) -> None:
         self._buf += data
 
+    def take(self, data: bytes) -> tuple[int, bytes] | None:
+        """``feed(data)`` then ``next()``; a chunk that is exactly one frame (the usual
+        case: one read, one frame) is parsed in place, without buffering."""
+        if not self._buf and len(data) >= 5:
+            length, kind = _HEAD.unpack_from(data, 0)
+            if len(data) == 4 + length and 1 <= length <= self.max_frame:
+                return kind, data[5:]
+        self._buf += data
+        return self.next()
+
     def next(self) -> tuple[int, bytes] | None:
         buf = self._buf
         if len(buf) < 5:

@@ -167,24 +167,26 @@ class PolicyProcess:
 
     def _expect(self, kind: int, deadline: float, what: str) -> Any:
         deadline = min(deadline, self.episode_deadline)
+        data = b""  # bytes read and not yet given to the frame reader
         while True:
             try:
-                got = self._reader.next()
+                got = self._reader.take(data) if data else self._reader.next()
             except frames.FrameError as exc:
                 raise PolicyFailure(
                     Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
                 ) from None
+            data = b""
             if got is not None:
                 if got[0] == frames.CONFINED and not self.confined:
                     self.confined = True
                     continue
                 return self._accept(kind, got[0], got[1])
             if self.spin:
-                data = spin_read(self._act_r, self.spin)
-                if data is not None:
-                    if not data:
+                spun = spin_read(self._act_r, self.spin)
+                if spun is not None:
+                    if not spun:
                         self._died()
-                    self._reader.feed(data)
+                    data = spun
                     continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -194,7 +196,6 @@ class PolicyProcess:
                     data = os.read(fd, 1 << 16)
                     if not data:
                         self._died()
-                    self._reader.feed(data)
                 else:
                     self._drain_output()
 
