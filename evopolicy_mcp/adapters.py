@@ -78,7 +78,13 @@ class EnvSpec:
 
 
 class Episode(Protocol):
-    """One fresh environment for one episode."""
+    """One fresh environment for one episode.
+
+    Two methods are optional (see :mod:`evopolicy_mcp.evaluation`):
+    ``report() -> dict`` of bounded JSON diagnostics for the episode summary,
+    and ``artifacts() -> dict[str, bytes]`` of files for a traced training
+    episode. Both are read after the last step, before ``close()``.
+    """
 
     def reset(self) -> Any:
         """Return the first observation."""

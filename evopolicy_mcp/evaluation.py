@@ -13,10 +13,18 @@ Invariants:
 - Results depend only on (program, task, jobs), not on the number of workers
   or their timing: each episode is seeded from its job and runs alone in its
   process, and results are put back in job order.
+
+Two optional episode methods give richer training feedback, and only that:
+``report() -> dict`` (bounded JSON, stored in the episode summary) is read
+when ``traces`` is true, and ``artifacts() -> {name: bytes}`` (files such as a
+replay) only for the traced episodes of an ``evaluate`` given an
+``artifacts`` writer. Hidden splits are evaluated with ``traces=False``, so
+they produce neither.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -37,6 +45,7 @@ from evopolicy_mcp.snapshot import Program
 from evopolicy_mcp.tasks import Task
 
 __all__ = [
+    "ArtifactWriter",
     "EpisodeJob",
     "EvaluationAborted",
     "Executor",
@@ -48,6 +57,9 @@ __all__ = [
 ]
 
 STDERR_CHARS = 9000  # above process.OUTPUT_HEAD + OUTPUT_TAIL: the head survives
+REPORT_CHARS = 16_000  # JSON size of one episode's report()
+ARTIFACT_BYTES = 8 << 20  # all files of one episode
+ArtifactWriter = Callable[[int, str, bytes], None]  # (episode index, file name, content)
 T = TypeVar("T")
 
 
@@ -228,6 +240,8 @@ class _Episode:
         runner: Runner,
         executor: ThreadExecutor | Executor,
         trace_positions: set[int],
+        reports: bool = False,
+        save_artifact: ArtifactWriter | None = None,
     ) -> None:
         self.program = program
         self.task = task
@@ -236,6 +250,8 @@ class _Episode:
         self.runner = runner
         self.executor = executor
         self.trace_indices = trace_positions
+        self.reports = reports
+        self.save_artifact = save_artifact
         lim = task.limits
         self.limits = ProcessLimits(memory_bytes=lim.memory_mb << 20, cpu_seconds=lim.cpu_seconds)
         self.max_steps = spec.max_steps
@@ -253,6 +269,8 @@ class _Episode:
         terminated = truncated = False
         failure: PolicyFailure | None = None
         metrics: dict[str, float] = {}
+        report: dict[str, Any] | None = None
+        saved: list[str] = []
         started = time.monotonic()
         try:
             with self.runner.open(
@@ -266,6 +284,7 @@ class _Episode:
             ) as proc:
                 proc.send_context(policy_context(task, self.spec, job.policy_seed))
                 env = self._adapter_call(self.adapter.make_episode, task.parameters, job.env_seed)
+                ended = False  # by the environment, the step limit or a policy failure
                 try:
                     observation = self._adapter_call(env.reset)
                     proc.wait_ready()
@@ -306,11 +325,16 @@ class _Episode:
                         if self.max_steps is not None and steps >= self.max_steps:
                             truncated = True
                             break
+                    ended = True
                 except PolicyFailure as exc:
-                    failure = exc
+                    failure, ended = exc, True
                 finally:
-                    metrics = self._adapter_call(env.metrics)
-                    self._adapter_call(env.close)
+                    try:
+                        metrics = self._adapter_call(env.metrics)
+                        if ended:  # not after a fault: the evaluation is aborted anyway
+                            report, saved = self._extras(env, job.index, trace is not None)
+                    finally:
+                        self._adapter_call(env.close)
             output = proc.output()
         except RunnerError as exc:
             raise EvaluationAborted(f"host fault in the policy runner: {exc}") from exc
@@ -326,12 +350,47 @@ class _Episode:
             terminated=terminated,
             truncated=truncated,
             metrics={k: float(v) for k, v in metrics.items()},
+            report=report,
             seconds=round(time.monotonic() - started, 6),
         )
         return _Outcome(
             summary,
-            Trace(index=job.index, steps=trace, truncated=trace_cut) if trace is not None else None,
+            Trace(index=job.index, steps=trace, truncated=trace_cut, artifacts=saved)
+            if trace is not None
+            else None,
         )
+
+    def _extras(
+        self, env: Any, index: int, traced: bool
+    ) -> tuple[dict[str, Any] | None, list[str]]:
+        """The episode's optional report and saved artifacts, checked against their bounds."""
+        report = None
+        if self.reports and hasattr(env, "report"):
+            report = self._adapter_call(env.report)
+            try:
+                size = len(json.dumps(report, allow_nan=False))
+            except (TypeError, ValueError) as exc:
+                raise EvaluationAborted(f"adapter fault: report() is not JSON: {exc}") from exc
+            if not isinstance(report, dict) or size > REPORT_CHARS:
+                raise EvaluationAborted(
+                    f"adapter fault: report() must be a dict of at most {REPORT_CHARS} JSON "
+                    f"characters, got {type(report).__name__} of {size}"
+                )
+        if not (traced and self.save_artifact is not None and hasattr(env, "artifacts")):
+            return report, []
+        files = self._adapter_call(env.artifacts)
+        if not isinstance(files, dict):
+            raise EvaluationAborted("adapter fault: artifacts() must return {name: bytes}")
+        if sum(len(data) for data in files.values()) > ARTIFACT_BYTES:
+            raise EvaluationAborted(f"adapter fault: artifacts() exceed {ARTIFACT_BYTES} bytes")
+        for name, data in files.items():
+            if not isinstance(data, bytes) or not name or "/" in name or name.startswith("."):
+                raise EvaluationAborted(f"adapter fault: artifact {name!r} is not a plain file")
+            try:
+                self.save_artifact(index, name, data)
+            except Exception as exc:
+                raise EvaluationAborted(f"host fault saving artifact {name!r}: {exc!r}") from exc
+        return report, sorted(files)
 
     @staticmethod
     def _adapter_call(fn: Callable[..., T], *args: Any) -> T:
@@ -369,11 +428,15 @@ def evaluate(
     executor: Executor | None = None,
     on_episode: Callable[[EpisodeSummary], None] | None = None,
     traces: bool = True,
+    artifacts: ArtifactWriter | None = None,
 ) -> Feedback:
     """Evaluate ``program`` on ``jobs`` and return its feedback.
 
     Synchronous and thread-safe. ``on_episode`` is called once per finished
-    episode (from a worker thread), in completion order.
+    episode (from a worker thread), in completion order. ``traces=False``
+    (hidden splits) keeps feedback to summaries and aggregates: no step
+    traces, no reports, no artifacts. ``artifacts(index, name, data)`` saves
+    the files of traced episodes (called from a worker thread).
     """
     started = time.monotonic()
     try:
@@ -385,7 +448,9 @@ def evaluate(
         raise EvaluationAborted(f"adapter fault in spec(): {exc!r}") from exc
     pool = executor or ThreadExecutor(workers)
     traced = {job.index for job in jobs[: task.trace_episodes]} if traces else set()
-    episode = _Episode(program, task, adapter, spec, runner or default_runner(), pool, traced)
+    episode = _Episode(
+        program, task, adapter, spec, runner or default_runner(), pool, traced, traces, artifacts
+    )
     callback = (lambda outcome: on_episode(outcome.summary)) if on_episode else None
     outcomes = pool.map(episode.run, jobs, callback)
     summaries = [o.summary for o in outcomes]

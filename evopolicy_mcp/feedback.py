@@ -36,6 +36,10 @@ class EpisodeSummary(BaseModel):
     terminated: bool = False
     truncated: bool = False
     metrics: dict[str, float] = Field(default_factory=dict)
+    report: dict[str, Any] | None = Field(
+        default=None,
+        description="the adapter's bounded diagnostics of the episode (training feedback only)",
+    )
     seconds: float = 0.0
 
 
@@ -50,6 +54,9 @@ class Trace(BaseModel):
     index: int
     steps: list[TraceStep]
     truncated: bool = Field(description="true when the episode had more steps than the trace keeps")
+    artifacts: list[str] = Field(
+        default_factory=list, description="names of the files the adapter saved for this episode"
+    )
 
 
 class Feedback(BaseModel):

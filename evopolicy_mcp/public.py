@@ -208,7 +208,8 @@ def episode_view(
     seen: dict[str, int] | None = None,
 ) -> EpisodeView:
     """One episode's public summary; with ``seen`` (a page's memory of texts already
-    shown, text -> episode index), long texts are cut and repeats are referenced."""
+    shown, text -> episode index), long texts are cut, repeats are referenced and
+    the adapter's report is left to the episode's own view."""
     traceback, stderr = redact(s.traceback), redact(s.stderr)
     if seen is not None:
         texts: list[str | None] = []
@@ -232,7 +233,7 @@ def episode_view(
         terminated=s.terminated,
         truncated=s.truncated,
         metrics=dict(s.metrics),
-        report=s.report,
+        report=s.report if seen is None else None,  # long: episode=N carries it
     )
 
 
@@ -285,6 +286,9 @@ def submission_view(
         traced = [t.index for t in traces]
         if traced:
             more = f"step traces of episodes {traced}: get_feedback(episode=N) shows one"
+            hint = f"{hint}; {more}" if hint else more
+        if any(s.report for s in page):
+            more = "each episode's diagnostic report: get_feedback(episode=N)"
             hint = f"{hint}; {more}" if hint else more
     # Step traces are long: a page lists summaries, episode=N carries its trace.
     shown = {s.index for s in page} if episode is not None else set()

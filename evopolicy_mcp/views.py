@@ -140,6 +140,9 @@ class EpisodeView(_View):
     terminated: bool = False
     truncated: bool = False
     metrics: dict[str, float] = Field(default_factory=dict)
+    report: dict[str, Any] | None = Field(
+        default=None, description="the environment's diagnostics of this episode, if it gives any"
+    )
 
 
 class SubmissionView(_View):

@@ -166,6 +166,9 @@ class Workers:
                 runner=self.runner,
                 workers=self.workers,
                 on_episode=lambda s: self._on_episode((run_id, sub_id), s),
+                artifacts=lambda index, name, data: self.store.write_artifact(
+                    run_id, sub_id, f"episode-{index}/{name}", data
+                ),
             )
         except Exception as exc:
             if self.closing:
