@@ -23,6 +23,9 @@ EXPECTED_IDS = {
     "taxi",
     "cliffwalking",
     "blackjack",
+    "crafter",
+    "crafter-survival",
+    "crafter-pixels",
 }
 
 MINIMAL = """
