@@ -27,6 +27,7 @@ OUTPUT_HEAD = 2048
 OUTPUT_TAIL = 6144
 MAX_ACTION_FRAME = 1 << 20
 EXIT_GRACE_SECONDS = 5.0
+STARTUP_SPIN_TRIES = 16384  # a few milliseconds of polling while a policy process starts
 _KILLED_BY_HOST = -1  # sentinel exit status: the host had to kill a process that would not exit
 
 
@@ -146,7 +147,10 @@ class PolicyProcess:
         self._write(frames.frame(frames.CONTEXT, context))
 
     def wait_ready(self) -> None:
-        self._expect(frames.READY, self.started + self.startup_seconds, "start-up")
+        # Start-up takes milliseconds: spin longer than a hand-over (the template and the
+        # new process run on other CPUs), so the answer is seen at once without a wake-up.
+        spin = self.spin and STARTUP_SPIN_TRIES
+        self._expect(frames.READY, self.started + self.startup_seconds, "start-up", spin=spin)
 
     def act(self, observation: Any) -> Any:
         self._write(frames.frame(frames.OBSERVATION, observation))
@@ -165,8 +169,9 @@ class PolicyProcess:
         except BrokenPipeError:
             self._died()
 
-    def _expect(self, kind: int, deadline: float, what: str) -> Any:
+    def _expect(self, kind: int, deadline: float, what: str, spin: int | None = None) -> Any:
         deadline = min(deadline, self.episode_deadline)
+        spin = self.spin if spin is None else spin
         data = b""  # bytes read and not yet given to the frame reader
         while True:
             try:
@@ -181,8 +186,8 @@ class PolicyProcess:
                     self.confined = True
                     continue
                 return self._accept(kind, got[0], got[1])
-            if self.spin:
-                spun = spin_read(self._act_r, self.spin)
+            if spin:
+                spun = spin_read(self._act_r, spin)
                 if spun is not None:
                     if not spun:
                         self._died()

@@ -276,13 +276,39 @@ class Template:
 
 
 def copy_program(source: str, target: str) -> None:
-    """Contents only: no modes or times (the sandbox already forbids changing them)."""
+    """Contents only, no modes or times (the sandbox already forbids changing them).
+
+    The bytes move inside the kernel (copy_file_range): a program's content
+    never passes through this process's memory, which later forks inherit."""
     for directory, subdirs, files in os.walk(source):
         here = os.path.join(target, os.path.relpath(directory, source))
         os.makedirs(here, exist_ok=True)
         subdirs.sort()
         for name in files:
-            shutil.copyfile(os.path.join(directory, name), os.path.join(here, name))
+            src = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                dst = os.open(
+                    os.path.join(here, name),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                    0o600,
+                )
+                try:
+                    while os.copy_file_range(src, dst, 1 << 30):
+                        pass
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(src)
+
+
+def warm_copy() -> None:
+    """Run copy_program once here, so its code paths are warm in every fork."""
+    with tempfile.TemporaryDirectory(prefix="evopolicy-warm-") as tmp:
+        source = os.path.join(tmp, "a")
+        os.mkdir(source)
+        with open(os.path.join(source, "policy.py"), "w") as f:
+            f.write("pass\n")
+        copy_program(source, os.path.join(tmp, "b"))
 
 
 def main() -> None:
@@ -291,6 +317,11 @@ def main() -> None:
     if os.getppid() != host_pid:
         os._exit(0)  # the host died before the parent-death signal was armed
     confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
+    # Off the first CPU, where the host's first worker thread runs: woken there, the
+    # template would queue behind it. Policy processes set their own CPU.
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[-1]})
     os.umask(0o077)
     scratch_root = tempfile.mkdtemp(prefix="evopolicy-scratch-")
     for name in PRELOAD:
@@ -299,6 +330,7 @@ def main() -> None:
         except ImportError:
             pass
     warm_up()
+    warm_copy()
     box = prepare_sandbox(sys.argv[3] if len(sys.argv) > 3 else None)
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with every fork (no refcount-driven copies)
