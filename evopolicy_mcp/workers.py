@@ -179,14 +179,25 @@ class Workers:
                 run_id, sub_id, message=REFUND_MESSAGE, detail=f"{kind}: {exc!r}"
             )
             return
-        if self.store.complete_submission(
-            run_id,
-            sub_id,
-            score=fb.score,
-            policy_failures=fb.policy_failures,
-            failures=dict(fb.failures),
-            feedback_json=fb.model_dump_json(),
-        ):
+        try:
+            committed = self.store.complete_submission(
+                run_id,
+                sub_id,
+                score=fb.score,
+                policy_failures=fb.policy_failures,
+                failures=dict(fb.failures),
+                feedback_json=fb.model_dump_json(),
+            )
+        except Exception as exc:  # a full disk, say: refund rather than leave it "running"
+            log.error("feedback of %s/%s not committed: %r", run_id, sub_id, exc)
+            try:
+                self.store.refund_submission(
+                    run_id, sub_id, message=REFUND_MESSAGE, detail=f"host error: {exc!r}"
+                )
+            except Exception:
+                log.exception("refund of %s/%s failed; the next start re-runs it", run_id, sub_id)
+            return
+        if committed:
             with self.cond:
                 self._feedback[(run_id, sub_id)] = fb
 
