@@ -30,12 +30,14 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from evopolicy_mcp.confine import ProcessLimits
+from evopolicy_mcp.pids import DEFAULT_MAX_PROCESSES, ProcessGroup
 from evopolicy_mcp.process import (
     _KILLED_BY_HOST,
     EXIT_GRACE_SECONDS,
@@ -57,9 +59,17 @@ class Runner:
     Thread-safe: many evaluation threads may run episodes at once.
     """
 
-    def __init__(self, *, python: str | None = None, isolation: Isolation | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        python: str | None = None,
+        isolation: Isolation | None = None,
+        max_processes: int = DEFAULT_MAX_PROCESSES,
+    ) -> None:
         self._python = python or sys.executable
         self.isolation = isolation or Isolation()
+        self.max_processes = max_processes
+        self._group: ProcessGroup | None = None
         self._template_exit: int | None = None
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -128,6 +138,8 @@ class Runner:
             return
         finally:
             template_end.close()
+        # Before the template forks anything: a fork bomb in any policy stops at the limit.
+        self._group = ProcessGroup.create(proc.pid, self.max_processes)
         self._control, self._proc = host_end, proc
         ready.set()
         self._dispatch(host_end, proc)
@@ -177,6 +189,18 @@ class Runner:
                 proc.wait()
         if control is not None:
             control.close()
+        group = self._group
+        for _ in range(50):  # the last policy processes may take a moment to die
+            if group is None or group.current() == 0:
+                break
+            time.sleep(0.02)
+        if group is not None:
+            group.remove()
+
+    @property
+    def process_limit(self) -> int | None:
+        """The cap on the template's processes, or None where no pids cgroup is available."""
+        return self.max_processes if self._group is not None else None
 
     @property
     def template_pid(self) -> int | None:
