@@ -27,6 +27,7 @@ ERROR_CODES = frozenset(
         "bound_run",
         "bad_episode",
         "task_unavailable",
+        "unknown_artifact",
     }
 )
 

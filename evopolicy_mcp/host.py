@@ -364,6 +364,27 @@ class Host:
             )
         return sub
 
+    def artifact(self, run_id: str, submission_id: str, episode: int, name: str) -> bytes:
+        """A file the adapter saved for a traced training episode (a replay, a trajectory).
+
+        Only training submissions have any: the host's own validation and
+        assessment never save artifacts."""
+        sub = self._submission(self._run(run_id), submission_id)
+        missing = HostError(
+            "unknown_artifact",
+            f"submission {submission_id} has no artifact {name!r} for episode {episode}; "
+            "get_feedback(episode=N) lists an episode's artifacts in traces[].artifacts",
+        )
+        if episode not in sub.indices:
+            raise missing
+        try:
+            data = self.store.read_artifact(run_id, submission_id, f"episode-{episode}/{name}")
+        except ValueError:
+            raise missing from None
+        if data is None:
+            raise missing
+        return data
+
     def wait(self, run_id: str, submission_id: str, timeout: float) -> SubmissionView:
         """Feedback once the submission is settled, or its progress after ``timeout`` s."""
         run = self._run(run_id)

@@ -365,6 +365,19 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
         )
         return _json(view)
 
+    @mcp.resource(
+        "evopolicy://runs/{run_id}/submissions/{submission_id}/episodes/{episode}/files/{name}",
+        title="Episode file",
+    )
+    async def episode_file(run_id: str, submission_id: str, episode: str, name: str) -> bytes:
+        """A file saved for a traced training episode: e.g. trajectory.jsonl.gz or replay.gif
+        (the names are in the episode's traces[].artifacts)."""
+        if not episode.isdigit():
+            raise ResourceError(f"episode must be a pool index (an integer), not {episode!r}")
+        return await resource_call(
+            lambda: slot.host.artifact(run_id, submission_id, int(episode), name)
+        )
+
 
 # ------------------------------------------------------------------ serve
 

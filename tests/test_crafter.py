@@ -6,6 +6,7 @@ shipped tasks keep Crafter's 10,000.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import io
@@ -22,6 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 from kernel_support import TASKS, Kernel, with_parameters
@@ -46,6 +48,7 @@ from environments.crafter_scoring import (
 from evopolicy_mcp import adapters, frames, spaces
 from evopolicy_mcp.adapters import AdapterError, InvalidAction, load_adapter
 from evopolicy_mcp.conformance import check_adapter, render
+from evopolicy_mcp.errors import HostError
 from evopolicy_mcp.evaluation import REPORT_CHARS, EvaluationAborted, evaluate
 from evopolicy_mcp.host import Host
 from evopolicy_mcp.snapshot import capture
@@ -620,6 +623,17 @@ def test_a_run_stores_artifacts_of_training_episodes_only(tmp_path: Path) -> Non
         assert host.store.list_artifacts(run, sub) == [
             f"episode-{i}/{name}" for i in (0, 1) for name in ("replay.gif", "trajectory.jsonl.gz")
         ]
+        # The agent reads them through a resource; an unknown name is a clear error.
+        traced = host.feedback(run, sub, episode=0).traces[0]
+        assert traced.artifacts == ["replay.gif", "trajectory.jsonl.gz"]
+        gif = anyio.run(
+            _read_blob,
+            host,
+            f"evopolicy://runs/{run}/submissions/{sub}/episodes/0/files/replay.gif",
+        )
+        assert gif.startswith(b"GIF8")
+        with pytest.raises(HostError, match="no artifact"):
+            host.artifact(run, sub, 2, "replay.gif")  # episode 2 was not traced
         host.finalize(run, [sub])
         assert host.wait_final(run, 120).state == "finalized"
         run_dir = host.store.run_dir(run)
@@ -657,3 +671,14 @@ def test_a_report_or_artifact_beyond_its_bounds_is_an_adapter_fault(
     program = kernel.program(WOOD_AND_TABLE)
     with pytest.raises(EvaluationAborted, match="adapter fault"):
         evaluate(program, task, kernel.jobs(task, 1), runner=kernel.runner, artifacts=print)
+
+
+async def _read_blob(host: Host, uri: str) -> bytes:
+    from mcp import Client
+
+    from evopolicy_mcp.server import build_server
+
+    async with Client(build_server(host)) as client:
+        result = await client.read_resource(uri)
+    content = result.contents[0]
+    return base64.b64decode(content.blob)  # type: ignore[union-attr]
