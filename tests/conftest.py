@@ -1,6 +1,41 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+from host_support import SEED, write_task
+from kernel_support import Kernel
+
+from evopolicy_mcp.host import Host
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    """A real runner and snapshot store, shared by the tests of one module."""
+    k = Kernel(tmp_path_factory.mktemp("store"))
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path) -> Path:
+    """A directory holding the small ``mini`` task (CartPole, tiny budget)."""
+    return write_task(tmp_path / "tasks")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def host(data_dir: Path, tasks_dir: Path) -> Iterator[Host]:
+    h = Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED)
+    yield h
+    h.close()

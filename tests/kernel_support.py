@@ -15,7 +15,7 @@ from typing import Any
 from evopolicy_mcp import seeds
 from evopolicy_mcp.evaluation import EpisodeJob, evaluate, jobs_for
 from evopolicy_mcp.feedback import EpisodeSummary, Feedback
-from evopolicy_mcp.runner import Runner
+from evopolicy_mcp.runner import Failure, Runner
 from evopolicy_mcp.snapshot import Program, capture_files
 from evopolicy_mcp.tasks import Task, load_tasks
 
@@ -178,3 +178,16 @@ def pids_with_cmdline(marker: str) -> list[int]:
         if marker.encode() in cmdline and process_state(int(entry)) not in (None, "Z"):
             found.append(int(entry))
     return found
+
+
+IMPORTS = "import ctypes, os, signal, struct, sys, time"
+FAST = with_limits("cartpole", act_seconds=0.3, startup_seconds=2.0, episode_seconds=5.0)
+
+
+def line_of(source: str, text: str) -> int:
+    return next(n for n, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+def assert_failed(summary: object, code: Failure) -> None:
+    assert getattr(summary, "status", None) == "failed", summary
+    assert getattr(summary, "failure", None) == code, summary

@@ -6,35 +6,32 @@ shipped tasks keep Crafter's 10,000.
 
 from __future__ import annotations
 
-import base64
-import gzip
-import hashlib
-import io
 import json
 import math
 import os
-import random
 import subprocess
 import sys
-import textwrap
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import anyio
 import numpy as np
 import pytest
-from kernel_support import TASKS, Kernel, with_parameters
+from crafter_support import (
+    ADAPTER,
+    ROOT,
+    SHORT,
+    WORLDS_WITH_OPENSIMPLEX_0_4,
+    random_actions,
+    rollout,
+    world_md5,
+)
+from kernel_support import TASKS
 
-from environments import crafter_report
 from environments.crafter_adapter import (
     ENTITIES,
     MATERIALS,
     CrafterAdapter,
-    CrafterEpisode,
-    make_adapter,
 )
 from environments.crafter_report import ACTIONS, ITEMS, Tally
 from environments.crafter_scoring import (
@@ -45,132 +42,9 @@ from environments.crafter_scoring import (
     success_rates,
     survival_value,
 )
-from evopolicy_mcp import adapters, frames, spaces
+from evopolicy_mcp import frames, spaces
 from evopolicy_mcp.adapters import AdapterError, InvalidAction, load_adapter
 from evopolicy_mcp.conformance import check_adapter, render
-from evopolicy_mcp.errors import HostError
-from evopolicy_mcp.evaluation import REPORT_CHARS, EvaluationAborted, evaluate
-from evopolicy_mcp.host import Host
-from evopolicy_mcp.snapshot import capture
-
-ADAPTER = make_adapter()
-SHORT = {"observation": "symbolic", "length": 300}
-ROOT = Path(__file__).resolve().parent.parent
-
-# md5 of the world (terrain, then each object's type and position) of crafter.Env(seed=s)
-# after reset, made with crafter 1.8.3 and opensimplex 0.4.5.1 in a separate environment.
-WORLDS_WITH_OPENSIMPLEX_0_4 = {
-    0: "636c153eb8b0fffe604d96f37852b97e",
-    7: "a548f1053504dc09d61ed7d550b8ed8d",
-    123456789: "ccb7c9942e26443e633f7cf1ab5838b1",
-    2**31 - 2: "205ffcfb371c30bd241cdaec48ea2eb7",
-}
-
-# Collects wood from the nearest visible tree, places a table, makes a pickaxe and a
-# sword, drinks when thirsty and hits zombies that come next to it.
-WOOD_AND_TABLE = """
-import random
-
-TREE, TABLE, WATER, ZOMBIE = 6, 11, 1, 3
-FREE = (2, 4, 5)  # grass, path, sand
-STEP = {1: (-1, 0), 2: (1, 0), 3: (0, -1), 4: (0, 1)}  # move action -> (dx, dy)
-FACING = ((-1, 0), (1, 0), (0, -1), (0, 1))
-
-
-def make_policy(context):
-    return WoodAndTable(context)
-
-
-class WoodAndTable:
-    def __init__(self, context):
-        self.rng = random.Random(context.policy_seed)
-        self.table_wood = context.metadata["rules"]["place"]["table"]["uses"]["wood"]
-        self.explore = 1
-
-    def act(self, obs):
-        terrain, entities, inv = obs["terrain"], obs["entities"], obs["inventory"]
-        dx, dy = FACING[obs["facing"]]
-        ahead = int(terrain[3 + dy][4 + dx])
-        near_table = any(int(terrain[3 + j][4 + i]) == TABLE for i in (-1, 0, 1) for j in (-1, 0, 1))
-        if near_table and inv["wood"] >= 1:
-            if inv["wood_pickaxe"] == 0:
-                return 11
-            if inv["wood_sword"] == 0:
-                return 14
-        if not near_table and inv["wood"] >= self.table_wood + 2 and ahead in FREE:
-            return 8
-        for action, (x, y) in STEP.items():
-            if int(entities[3 + y][4 + x]) == ZOMBIE:
-                return 5 if (x, y) == (dx, dy) else action
-        if ahead == WATER and inv["drink"] < 9:
-            return 5
-        if inv["drink"] < 5:
-            return self.toward(terrain, WATER)
-        if ahead == TREE and (inv["wood"] < self.table_wood + 2 or inv["wood_sword"]):
-            return 5
-        return self.toward(terrain, TREE)
-
-    def toward(self, terrain, target):
-        cells = [
-            (abs(c - 4) + abs(r - 3), c - 4, r - 3)
-            for r in range(7) for c in range(9) if int(terrain[r][c]) == target
-        ]
-        if not cells:
-            if self.rng.random() < 0.1:
-                self.explore = self.rng.choice((1, 2, 3, 4))
-            return self.explore
-        _, x, y = min(cells)
-        if abs(x) + abs(y) == 1:  # moving into the target only turns towards it
-            return {(-1, 0): 1, (1, 0): 2, (0, -1): 3, (0, 1): 4}[(x, y)]
-        options = ([1 if x < 0 else 2] if x else []) + ([3 if y < 0 else 4] if y else [])
-        free = [a for a in options if int(terrain[3 + STEP[a][1]][4 + STEP[a][0]]) in FREE]
-        return self.rng.choice(free or options)
-"""
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("store"))
-    yield k
-    k.close()
-
-
-def world_md5(game: Any) -> str:
-    world = game._world
-    digest = hashlib.md5(world._mat_map.tobytes())
-    for obj in world.objects:
-        name = next(c.__name__ for c in type(obj).__mro__ if c.__module__ == "crafter.objects")
-        digest.update(f"{name}:{int(obj.pos[0])},{int(obj.pos[1])};".encode())
-    return digest.hexdigest()
-
-
-def rollout(parameters: dict[str, Any], seed: int, actions: list[int], heal: bool = False) -> Any:
-    """Rewards, flags, a digest of the observations and the metrics of one episode."""
-    episode = ADAPTER.make_episode(parameters, seed)
-    digest = hashlib.md5()
-    record: list[Any] = []
-    obs = episode.reset()
-    for action in actions:
-        if heal:  # keeps the player alive through the night
-            episode._game.player.inventory["health"] = 9
-        step = episode.step(action)
-        obs = step.observation
-        parts = [obs] if isinstance(obs, np.ndarray) else [obs["terrain"], obs["entities"]]
-        for part in parts:
-            digest.update(part.tobytes())
-        record.append((step.reward, step.terminated, step.truncated))
-        if step.terminated or step.truncated:
-            break
-    player = episode._game.player
-    state = (episode._game.steps, tuple(player.pos), dict(player.inventory), episode.metrics())
-    episode.close()
-    return record, digest.hexdigest(), state
-
-
-def random_actions(seed: int, n: int = 400) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.randrange(len(ACTIONS)) for _ in range(n)]
-
 
 # -- adapter, loading, tables --------------------------------------------------------
 
@@ -477,208 +351,3 @@ def test_survival_score_weights_the_worst_quarter_so_one_lucky_episode_cannot_ca
     )
     with pytest.raises(AdapterError, match="survival"):
         SCORERS[rule.aggregate]([summary()], rule)
-
-
-# -- feedback: report, artifacts, splits -------------------------------------------------
-
-
-def test_report_stays_bounded_and_shows_repeats_idling_and_confinement() -> None:
-    tally = Tally(horizon=10_000)
-    inventory = dict.fromkeys(ITEMS, 9)
-    tally.start((5, 5), (0, 1), inventory)
-    for t in range(1, 10_001):
-        if t <= 3000:  # walks into a wall: same action, nothing changes
-            tally.step(1, (5, 5), (-1, 0), inventory, False, ())
-        else:
-            tally.step(t % 17, (t % 50, t // 50), (0, 1), {**inventory, "wood": t % 10}, False, ())
-    report = tally.report()
-    assert len(json.dumps(report)) < REPORT_CHARS // 2
-    assert 8 <= len(report["inventory_samples"]["step"]) <= 17
-    assert report["inventory_samples"]["step"][-1] == 10_000
-    stuck = report["stuck"]
-    assert stuck["longest_repeat"] == {"action": "move_left", "from_step": 1, "steps": 3000}
-    assert stuck["longest_without_effect"]["steps"] >= 2999
-    assert stuck["confined_windows"] == 30 and stuck["windows"] == 100
-    assert report["end"] == "time_limit" and report["actions"]["move_left"] > 3000
-
-
-def test_artifacts_replay_the_episode_within_their_size_limits() -> None:
-    from PIL import Image
-
-    episode = ADAPTER.make_episode({"length": 500}, 11)
-    episode.reset()
-    for action in random_actions(11, 500):
-        step = episode.step(action)
-        if step.terminated or step.truncated:
-            break
-    steps = episode._game.steps
-    files = episode.artifacts()
-    assert set(files) == {"trajectory.jsonl.gz", "replay.gif"}
-    lines = [json.loads(x) for x in gzip.decompress(files["trajectory.jsonl.gz"]).splitlines()]
-    assert lines[0]["format"] == "crafter-trajectory/1" and lines[0]["steps"] == steps
-    assert [x["t"] for x in lines[1:]] == list(range(1, steps + 1))
-    assert lines[-1]["v"][0] == episode._game.player.health
-    assert "seed" not in json.dumps(lines[0])
-    gif = Image.open(io.BytesIO(files["replay.gif"]))
-    limit = crafter_report.GIF_FRAMES + crafter_report.LAST_FRAMES + 2
-    assert gif.size == (64, 64) and 2 <= getattr(gif, "n_frames", 0) <= limit
-    assert len(files["replay.gif"]) <= crafter_report.GIF_BYTES
-    assert len(files["trajectory.jsonl.gz"]) <= crafter_report.TRAJECTORY_BYTES
-
-
-def test_a_replay_that_exceeds_the_gif_limit_keeps_fewer_frames(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from PIL import Image
-
-    monkeypatch.setattr(crafter_report, "GIF_BYTES", 40_000)
-    episode = ADAPTER.make_episode({"length": 200}, 12)
-    episode.reset()
-    for action in random_actions(12, 200):
-        if episode.step(action).terminated:
-            break
-    gif = episode.artifacts()["replay.gif"]
-    assert len(gif) <= 40_000 and getattr(Image.open(io.BytesIO(gif)), "n_frames", 0) >= 2
-
-
-def test_hand_written_wood_and_table_policy_scores_clearly_above_the_baseline(
-    kernel: Kernel, tmp_path: Path
-) -> None:
-    task = with_parameters("crafter", length=300)
-    baseline = kernel.evaluate(capture(task.baseline_dir, tmp_path), task, 6, workers=None)
-    crafted = kernel.evaluate(WOOD_AND_TABLE, task, 6, workers=None)
-    assert baseline.failures == {} and crafted.failures == {}
-    assert crafted.metrics["mean_achievement_place_table"] >= 0.5
-    assert crafted.metrics["mean_achievement_make_wood_pickaxe"] >= 0.5
-    assert baseline.metrics["mean_achievement_place_table"] == 0.0
-    assert baseline.score is not None and crafted.score is not None
-    assert crafted.score > 1.5 * baseline.score, (crafted.score, baseline.score)
-
-
-def test_training_feedback_has_reports_and_artifacts_and_hidden_splits_have_neither(
-    kernel: Kernel,
-) -> None:
-    task = with_parameters("crafter-survival", length=120)
-    program = kernel.program(WOOD_AND_TABLE)
-    saved: list[tuple[int, str, int]] = []
-
-    def keep(index: int, name: str, data: bytes) -> None:
-        saved.append((index, name, len(data)))
-
-    jobs = kernel.jobs(task, [3, 5, 8])
-    training = evaluate(program, task, jobs, runner=kernel.runner, workers=1, artifacts=keep)
-    assert all(s.report is not None and s.report["end"] for s in training.episodes)
-    assert sorted((i, n) for i, n, _ in saved) == [
-        (i, n) for i in (3, 5) for n in ("replay.gif", "trajectory.jsonl.gz")
-    ]
-    assert [t.artifacts for t in training.traces] == [["replay.gif", "trajectory.jsonl.gz"]] * 2
-    assert training.score is not None and training.score > 0
-    saved.clear()
-    hidden = evaluate(
-        program,
-        task,
-        kernel.jobs(task, 3, split="validation"),
-        runner=kernel.runner,
-        workers=1,
-        traces=False,
-        artifacts=keep,
-    )
-    assert saved == [] and hidden.traces == []
-    assert all(s.report is None for s in hidden.episodes)
-    assert 'report": {' not in hidden.model_dump_json()
-
-
-def test_a_run_stores_artifacts_of_training_episodes_only(tmp_path: Path) -> None:
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    text = TASKS["crafter"].source.read_text()  # type: ignore[union-attr]
-    text = text.replace('id = "crafter"', 'id = "crafter-mini"').replace(
-        "length = 10000", "length = 60"
-    )
-    text = text.replace(
-        'baseline = "baselines/crafter"',
-        f"baseline = {json.dumps(str(TASKS['crafter'].baseline_dir))}",
-    )
-    for key, value in (
-        ("episodes = 256", "episodes = 8"),
-        ("submissions = 24", "submissions = 4"),
-        ("per_submission = 32", "per_submission = 4"),
-        ("pool = 128", "pool = 8"),
-        ("episodes = 64", "episodes = 2"),
-        ("episodes = 128", "episodes = 2"),
-    ):
-        text = text.replace(key, value)
-    (tasks / "crafter-mini.toml").write_text(text)
-    with Host(tmp_path / "data", tasks_dirs=[tasks], seed=3) as host:
-        run = host.start_run("crafter-mini").run_id
-        sub = host.submit(run, "0:3", files={"policy.py": textwrap.dedent(WOOD_AND_TABLE)})
-        view = host.wait(run, sub, 120)
-        assert view.status == "complete", view
-        # A page leaves reports to each episode's own view, which carries it.
-        assert all(e.report is None for e in view.episode_summaries)
-        assert all(
-            host.feedback(run, sub, episode=i).episode_summaries[0].report is not None
-            for i in range(3)
-        )
-        assert host.store.list_artifacts(run, sub) == [
-            f"episode-{i}/{name}" for i in (0, 1) for name in ("replay.gif", "trajectory.jsonl.gz")
-        ]
-        # The agent reads them through a resource; an unknown name is a clear error.
-        traced = host.feedback(run, sub, episode=0).traces[0]
-        assert traced.artifacts == ["replay.gif", "trajectory.jsonl.gz"]
-        gif = anyio.run(
-            _read_blob,
-            host,
-            f"evopolicy://runs/{run}/submissions/{sub}/episodes/0/files/replay.gif",
-        )
-        assert gif.startswith(b"GIF8")
-        with pytest.raises(HostError, match="no artifact"):
-            host.artifact(run, sub, 2, "replay.gif")  # episode 2 was not traced
-        host.finalize(run, [sub])
-        assert host.wait_final(run, 120).state == "finalized"
-        run_dir = host.store.run_dir(run)
-        found = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("artifacts"))
-        assert found == [f"submissions/{sub}/artifacts"]
-        for split in ("validation", "test"):
-            stored = json.loads(host.store.result_path(run, split, sub).read_text())
-            assert stored["traces"] == [] and all(e["report"] is None for e in stored["episodes"])
-
-
-class OversizedReport(CrafterEpisode):
-    def report(self) -> dict[str, Any]:
-        return {"text": "x" * REPORT_CHARS}
-
-
-class EscapingArtifact(CrafterEpisode):
-    def artifacts(self) -> dict[str, bytes]:
-        return {"../../outside": b"x"}
-
-
-@pytest.mark.parametrize("episode", [OversizedReport, EscapingArtifact])
-def test_a_report_or_artifact_beyond_its_bounds_is_an_adapter_fault(
-    kernel: Kernel, episode: type[CrafterEpisode], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    class Faulty(CrafterAdapter):
-        name = "crafter-faulty"
-
-        def make_episode(self, parameters: Any, seed: int) -> CrafterEpisode:
-            made = super().make_episode(parameters, seed)
-            made.__class__ = episode
-            return made
-
-    monkeypatch.setitem(adapters._loaded, Faulty.name, Faulty())
-    task = with_parameters("crafter", length=20).model_copy(update={"adapter": Faulty.name})
-    program = kernel.program(WOOD_AND_TABLE)
-    with pytest.raises(EvaluationAborted, match="adapter fault"):
-        evaluate(program, task, kernel.jobs(task, 1), runner=kernel.runner, artifacts=print)
-
-
-async def _read_blob(host: Host, uri: str) -> bytes:
-    from mcp import Client
-
-    from evopolicy_mcp.server import build_server
-
-    async with Client(build_server(host)) as client:
-        result = await client.read_resource(uri)
-    content = result.contents[0]
-    return base64.b64decode(content.blob)  # type: ignore[union-attr]

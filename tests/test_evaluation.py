@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +30,6 @@ from evopolicy_mcp.runner import Failure
 from evopolicy_mcp.snapshot import capture
 
 FAST = with_limits("cartpole", act_seconds=0.3, startup_seconds=2.0, episode_seconds=5.0)
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("store"))
-    yield k
-    k.close()
 
 
 # -- shipped tasks -------------------------------------------------------------

@@ -2,167 +2,28 @@
 
 from __future__ import annotations
 
-import argparse
 import base64
-import io
-import json
 import math
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from host_support import (
+    CRASH,
+    GOOD,
+    RANDOM,
+    SEED,
+    charges,
+    finish,
+    rejected,
+    slow,
+    write_task,
+)
 
 from evopolicy_mcp import seeds
 from evopolicy_mcp.host import Host, HostError
-from evopolicy_mcp.operator import cmd_report, cmd_runs
 from evopolicy_mcp.selection import CandidateScore, select_candidate
-from evopolicy_mcp.snapshot import capture_files
-from evopolicy_mcp.store import Store
-from evopolicy_mcp.tasks import BUILTIN_TASKS_DIR
-from evopolicy_mcp.views import SubmissionView
-
-SEED = 33
-BASELINE_DIR = BUILTIN_TASKS_DIR / "baselines" / "cartpole"
-
-GOOD = """
-def make_policy(context):
-    return Balancer()
-
-class Balancer:
-    def act(self, observation):
-        return 1 if observation[2] + 0.3 * observation[3] > 0 else 0
-"""
-RANDOM = """
-import random
-
-def make_policy(context):
-    return Coin(random.Random(context.policy_seed))
-
-class Coin:
-    def __init__(self, rng):
-        self.rng = rng
-
-    def act(self, observation):
-        return self.rng.randrange(2)
-"""
-CRASH = """
-def make_policy(context):
-    return Crasher()
-
-class Crasher:
-    def act(self, observation):
-        raise ValueError("deliberate crash")
-"""
-SLOW = """
-import time
-
-def make_policy(context):
-    time.sleep({delay})
-    return Balancer()
-
-class Balancer:
-    def act(self, observation):
-        return 1 if observation[2] + 0.3 * observation[3] > 0 else 0
-"""
-
-
-def slow(delay: float) -> dict[str, str]:
-    return {"policy.py": SLOW.format(delay=delay)}
-
-
-def write_task(
-    directory: Path,
-    task_id: str = "mini",
-    *,
-    episodes: int = 12,
-    submissions: int = 6,
-    per_submission: int = 4,
-    pool: int = 8,
-    validation: int = 3,
-    candidates: int = 2,
-    assessment: int = 3,
-    wall_seconds: float | None = None,
-    direction: str = "maximize",
-    env_id: str = "CartPole-v1",
-) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    wall = f"wall_seconds = {wall_seconds}\n" if wall_seconds is not None else ""
-    (directory / f"{task_id}.toml").write_text(
-        f"""
-id = "{task_id}"
-title = "CartPole with a small budget"
-summary = "CartPole-v1 for host tests."
-description = "Balance the pole."
-adapter = "gymnasium"
-baseline = {json.dumps(str(BASELINE_DIR))}
-
-[parameters]
-env_id = "{env_id}"
-
-[score]
-metric = "return"
-aggregate = "mean"
-direction = "{direction}"
-failure_value = 0.0
-
-[budget]
-episodes = {episodes}
-submissions = {submissions}
-per_submission = {per_submission}
-pool = {pool}
-{wall}
-[validation]
-episodes = {validation}
-candidates = {candidates}
-
-[assessment]
-episodes = {assessment}
-"""
-    )
-    return directory
-
-
-@pytest.fixture
-def tasks_dir(tmp_path: Path) -> Path:
-    return write_task(tmp_path / "tasks")
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def host(data_dir: Path, tasks_dir: Path) -> Iterator[Host]:
-    h = Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED)
-    yield h
-    h.close()
-
-
-def finish(host: Host, run_id: str, episodes: str, files: dict[str, str]) -> SubmissionView:
-    sub_id = host.submit(run_id, episodes, files=files)
-    view = host.wait(run_id, sub_id, 60)
-    assert view.status == "complete", view
-    return view
-
-
-def charges(host: Host, run_id: str) -> tuple[int, int, int]:
-    status = host.run_status(run_id)
-    return status.episodes_used, status.submissions_used, len(host.store.list_submissions(run_id))
-
-
-def rejected(call, code: str) -> HostError:  # type: ignore[no-untyped-def]
-    with pytest.raises(HostError) as info:
-        call()
-    assert info.value.code == code, info.value.message
-    return info.value
-
 
 # ------------------------------------------------------------------ tasks and runs
 
@@ -618,150 +479,3 @@ def test_no_agent_visible_view_holds_the_secret_a_seed_or_a_hidden_score(host: H
         where = blob.find(repr(score))
         assert where < 0, blob[max(0, where - 200) : where + 50]
     assert str(host.data_dir) not in everything
-
-
-# ------------------------------------------------------------------ crash recovery
-
-
-def test_an_evaluating_submission_is_rerun_on_restart_and_charged_once(
-    data_dir: Path, tasks_dir: Path
-) -> None:
-    with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as h:
-        run = h.start_run("mini").run_id
-    # What a host that died mid-evaluation leaves behind: a charged, evaluating row.
-    store = Store(data_dir)
-    program = capture_files({"policy.py": GOOD}, store.programs_dir)
-    sub = store.reserve(
-        run,
-        selector="0:3",
-        indices=[0, 1, 2],
-        program={"digest": program.digest, "files": list(program.files), "size": program.size},
-    )
-    store.mark_evaluating(run, sub.id)
-    store.close()
-    with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as h:
-        view = h.wait(run, sub.id, 60)
-        assert view.status == "complete" and view.score == 500.0
-        assert charges(h, run) == (3, 1, 1)
-        kinds = [e.kind for e in h.store.events(run)]
-        assert kinds.count("submission_resumed") == 1
-        assert kinds.count("submission_reserved") == 1
-    with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as h:
-        assert charges(h, run) == (3, 1, 1)
-        assert [e.kind for e in h.store.events(run)].count("submission_resumed") == 1
-
-
-def test_closing_the_host_leaves_unfinished_work_for_the_next_start(
-    data_dir: Path, tasks_dir: Path
-) -> None:
-    first = Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED, close_timeout=0.0)
-    run = first.start_run("mini").run_id
-    sub = first.submit(run, "0:2", files=slow(0.5))
-    first.close()
-    with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as h:
-        view = h.wait(run, sub, 60)
-        assert view.status == "complete" and view.score == 500.0
-        assert charges(h, run) == (2, 1, 1)
-
-
-_CRASHING_HOST = """
-import sys, time
-from pathlib import Path
-from evopolicy_mcp.host import Host
-host = Host(Path(sys.argv[1]), tasks_dirs=[sys.argv[2]], seed=11)
-run = host.start_run("mini").run_id
-sub = host.submit(run, "0:4", files={"policy.py": sys.argv[3]})
-print(run, sub, flush=True)
-time.sleep(60)
-"""
-
-
-def test_a_host_killed_mid_evaluation_resumes_the_submission(
-    data_dir: Path, tasks_dir: Path
-) -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            _CRASHING_HOST,
-            str(data_dir),
-            str(tasks_dir),
-            SLOW.format(delay=0.5),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        run, sub = proc.stdout.readline().split()
-        store = Store(data_dir)
-        deadline = time.monotonic() + 20
-        while store.get_submission(run, sub).state != "evaluating":  # type: ignore[union-attr]
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        store.close()
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as h:
-        view = h.wait(run, sub, 60)
-        assert view.status == "complete" and view.episodes_done == 4
-        assert charges(h, run) == (4, 1, 1)
-
-
-def test_an_interrupted_finalize_completes_on_restart(data_dir: Path, tasks_dir: Path) -> None:
-    with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as h:
-        run = h.start_run("mini").run_id
-        good = finish(h, run, "0", {"policy.py": GOOD}).submission_id
-        coin = finish(h, run, "0", {"policy.py": RANDOM}).submission_id
-    # A host that died after closing the run and committing one validation result.
-    store = Store(data_dir)
-    store.begin_finalize(run, [good, coin])
-    store.save_result(
-        run,
-        good,
-        "validation",
-        episodes=3,
-        score=123.0,
-        policy_failures=0,
-        failures={},
-        feedback_json="{}",
-    )
-    store.close()
-    with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as h:
-        rejected(lambda: h.submit(run, "1", files={"policy.py": GOOD}), "run_closed")
-        assert h.wait_final(run, 120).state == "finalized"
-        report = h.report(run)
-    validation = {v.submission_id: v.score for v in report.validation}
-    assert validation[good] == 123.0  # committed work is not redone
-    assert validation[coin] is not None and validation[coin] < 123.0
-    assert report.selected == good and report.assessment is not None
-
-
-# ------------------------------------------------------------------ operator commands
-
-
-def test_operator_commands_print_runs_and_full_reports(host: Host) -> None:
-    run = host.start_run("mini").run_id
-    good = finish(host, run, "0", {"policy.py": GOOD}).submission_id
-    host.finalize(run, [good])
-    host.wait_final(run, 120)
-    out, err = io.StringIO(), io.StringIO()
-    args = argparse.Namespace(data_dir=str(host.data_dir), json=False)
-    assert cmd_runs(args, out, err) == 0
-    assert run in out.getvalue() and "finalized" in out.getvalue()
-    out = io.StringIO()
-    args = argparse.Namespace(data_dir=str(host.data_dir), run_id=run, json=True)
-    assert cmd_report(args, out, err) == 0
-    report = json.loads(out.getvalue())
-    assert report["selected"] == good and report["validation"][0]["episodes"] == 3
-    assert report["reproducibility"]["packages"]["gymnasium"]
-    assert report["reproducibility"]["submissions"][0]["selector"] == "0"
-    assert host.store.get_run(run).secret.hex() not in out.getvalue()  # type: ignore[union-attr]
-    out = io.StringIO()
-    args = argparse.Namespace(data_dir=str(host.data_dir), run_id=run, json=False)
-    assert cmd_report(args, out, err) == 0 and "assessment" in out.getvalue()
-    args = argparse.Namespace(data_dir=str(host.data_dir), run_id="nope", json=False)
-    assert cmd_report(args, io.StringIO(), err) == 1 and "no run" in err.getvalue()

@@ -18,7 +18,6 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,13 +71,6 @@ def assert_all_denied(found: dict[str, str], names: list[str]) -> None:
     assert set(names) <= set(found), (names, found)
     allowed = {name: found[name] for name in names if not found[name].startswith("denied")}
     assert allowed == {}, allowed
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("store"))
-    yield k
-    k.close()
 
 
 @needs("filesystem")

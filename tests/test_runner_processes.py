@@ -1,0 +1,323 @@
+"""What policy processes leave behind and what they can see (real processes)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from kernel_support import (
+    FAST,
+    GOOD_CARTPOLE,
+    IMPORTS,
+    TASKS,
+    Kernel,
+    children_of,
+    pids_with_cmdline,
+    policy_with_act,
+    process_state,
+    strays_of,
+    with_limits,
+)
+
+from evopolicy_mcp.evaluation import EvaluationAborted
+from evopolicy_mcp.runner import Failure, policy_environment
+
+# -- processes the policy leaves behind --------------------------------------
+
+# Each prints "LEFT <pid>" for a process that outlives the policy's act() call. Sleepers
+# exec the Python runtime with MARK on their command line, so a scan of /proc finds them;
+# the close-on-exec pipe tells the parent that the exec happened.
+EXEC_SLEEPER = """\
+def exec_sleeper(tag, session=False):
+    r, w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            if session:
+                os.setsid()
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(1000)", tag])
+        finally:
+            os.write(w, b"!")
+            os._exit(1)
+    os.close(w)
+    failed = os.read(r, 1)
+    os.close(r)
+    if failed:
+        raise RuntimeError("the sleeper could not exec")
+    return pid
+"""
+
+LEAVERS = {
+    # A plain forked child: a copy of the policy process, still in its process group.
+    "child": """\
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(1000)
+            os._exit(0)
+        print("LEFT", pid, flush=True)
+        """,
+    # A child in a session of its own, out of reach of a process-group kill.
+    "session": """\
+        print("LEFT", exec_sleeper(MARK + "-session", session=True), flush=True)
+        """,
+    # The classic daemon: fork, setsid, fork again, the middle process exits.
+    "daemon": """\
+        r, w = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            try:
+                os.setsid()
+                os.write(w, str(exec_sleeper(MARK + "-daemon")).encode())
+            finally:
+                os._exit(0)
+        os.waitpid(middle, 0)
+        os.close(w)
+        print("LEFT", int(os.read(r, 32)), flush=True)
+        os.close(r)
+        """,
+}
+
+
+@pytest.mark.parametrize("kind", list(LEAVERS))
+def test_processes_forked_by_a_policy_do_not_outlive_the_episode(kernel: Kernel, kind: str) -> None:
+    marker = f"evopolicy-test-{uuid.uuid4().hex}"
+    body = (
+        "if not self.forked:\n"
+        "    self.forked = True\n"
+        + textwrap.indent(textwrap.dedent(LEAVERS[kind]), "    ")
+        + "return 1 if observation[2] > 0 else 0\n"
+    )
+    source = policy_with_act(
+        body, top=f"{IMPORTS}\nMARK = {marker!r}\n{EXEC_SLEEPER}", init="self.forked = False"
+    )
+    feedback = kernel.evaluate(source, with_limits(FAST, act_seconds=5.0), 2)
+    kernel.runner.settle()
+    left = []
+    for summary in feedback.episodes:
+        assert summary.status == "ok", summary
+        lines = [line for line in (summary.stderr or "").splitlines() if line.startswith("LEFT")]
+        assert len(lines) == 1, summary.stderr
+        left.append(int(lines[0].split()[1]))
+    assert all(process_state(pid) is None for pid in left), [process_state(p) for p in left]
+    assert pids_with_cmdline(marker) == []
+    template = kernel.runner.template_pid
+    assert template is not None and process_state(template) not in (None, "Z")
+    assert strays_of(template) == [], "no child of an episode is left, not even a zombie"
+    assert len(children_of(template)) <= 1, "at most the idle spare"
+
+
+HOST_SCRIPT = """
+import sys
+from pathlib import Path
+from evopolicy_mcp import seeds
+from evopolicy_mcp.evaluation import evaluate, jobs_for
+from evopolicy_mcp.snapshot import capture_files
+from evopolicy_mcp.tasks import get_task
+
+task = get_task("cartpole")
+task = task.model_copy(update={"limits": task.limits.model_copy(
+    update={"act_seconds": 60.0, "episode_seconds": 60.0})})
+program = capture_files({"policy.py": sys.stdin.read()}, Path(sys.argv[1]))
+evaluate(program, task, jobs_for(task, "train", [0], seeds.secret_from_seed(0)), workers=1)
+"""
+
+
+def test_a_killed_host_takes_its_policy_processes_and_their_daemons_with_it(
+    tmp_path: Path,
+) -> None:
+    marker = f"evopolicy-test-{uuid.uuid4().hex}"
+    policy = policy_with_act(
+        "time.sleep(1000)",
+        top=f"{IMPORTS}\nMARK = {marker!r}\n{EXEC_SLEEPER}",
+        init=LEAVERS["daemon"],
+    )
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST_SCRIPT, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert host.stdin is not None and host.stderr is not None
+    host.stdin.write(policy.encode())
+    host.stdin.close()
+    daemons: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not daemons and time.monotonic() < deadline and host.poll() is None:
+            time.sleep(0.05)
+            daemons = pids_with_cmdline(marker)
+        assert daemons, host.stderr.read().decode() if host.poll() is not None else "no daemon"
+        templates = children_of(host.pid)
+        policies = [pid for t in templates for pid in children_of(t) if pid not in daemons]
+        assert len(templates) == 1 and policies, (templates, policies)
+        host.send_signal(signal.SIGKILL)
+        host.wait()
+        watched = [*templates, *policies, *daemons]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            process_state(p) not in (None, "Z") for p in watched
+        ):
+            time.sleep(0.05)
+        assert [p for p in watched if process_state(p) not in (None, "Z")] == []
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        for pid in daemons:  # never leave a sleeper behind, even when the test fails
+            if process_state(pid) not in (None, "Z"):
+                os.kill(pid, signal.SIGKILL)
+
+
+# -- what a policy process can see -------------------------------------------
+
+
+def test_a_policy_process_holds_nothing_of_the_host(kernel: Kernel) -> None:
+    source = """\
+    import os, sys
+
+    def make_policy(context):
+        print("ENV", sorted(os.environ.items()))
+        print("FDS", sorted(int(fd) for fd in os.listdir("/proc/self/fd")))
+        print("MODULES", sorted(m for m in sys.modules if m.split(".")[0] in WATCHED))
+        print("CWD", os.getcwd(), os.listdir("."))
+        return Policy()
+
+    WATCHED = {"evopolicy_mcp", "gymnasium", "pydantic", "mcp", "sqlite3", "environments"}
+
+    class Policy:
+        def act(self, observation):
+            return 0
+    """
+    program = kernel.program(source)
+    summary = kernel.only(program, FAST)
+    assert summary.status == "ok" and summary.stderr is not None, summary
+    seen = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in summary.stderr.splitlines()}
+    assert seen["ENV"] == str(sorted(policy_environment().items()))
+    # 0-2 standard streams, 3-4 frame pipes, plus the one listdir opened.
+    assert ast.literal_eval(seen["FDS"]) == [0, 1, 2, 3, 4, 5]
+    modules = ast.literal_eval(seen["MODULES"])
+    assert not [m for m in modules if not m.startswith("evopolicy_mcp")], modules
+    host_side = {f"evopolicy_mcp.{m}" for m in HOST_MODULES}
+    assert not set(modules) & host_side, set(modules) & host_side
+    cwd, listing = seen["CWD"].split(" ", 1)
+    assert listing == "[]"
+    assert not cwd.startswith(str(program.path)) and not cwd.startswith(str(kernel.store))
+
+
+# Modules of the host side of the boundary; none may be loaded in a policy process.
+HOST_MODULES = (
+    "adapters",
+    "evaluation",
+    "feedback",
+    "host",
+    "process",
+    "records",
+    "runner",
+    "scoring",
+    "seeds",
+    "server",
+    "snapshot",
+    "store",
+    "tasks",
+    "workers",
+)
+
+# Reads the policy process's whole memory for markers of the form evopolicy-test-<32 hex>.
+SPY = r"""
+import re
+
+PATTERN = re.compile(rb"evopolicy-test-[0-9a-f]{32}")
+CHUNK = 16 << 20
+
+def make_policy(context):
+    found = set()
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+        for line in maps:
+            fields = line.split()
+            if "r" not in fields[1] or fields[-1] in ("[vvar]", "[vsyscall]"):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            for offset in range(start, end, CHUNK):
+                try:
+                    mem.seek(offset)
+                    chunk = mem.read(min(CHUNK + 64, end - offset))
+                except (OSError, ValueError, OverflowError):
+                    break
+                found.update(m.decode() for m in PATTERN.findall(chunk))
+    print("FOUND", " ".join(sorted(found)))
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        return 0
+"""
+
+
+def test_a_policy_cannot_read_other_programs_from_the_template(kernel: Kernel) -> None:
+    marker, own = (f"evopolicy-test-{uuid.uuid4().hex}" for _ in range(2))
+    other = f"{GOOD_CARTPOLE}\nPRIVATE = {marker!r}\n"
+    assert kernel.only(other, FAST).status == "ok"
+    summary = kernel.only(f"{SPY}\nOWN = {own!r}\n", FAST)
+    assert summary.status == "ok", summary
+    assert summary.stderr is not None and summary.stderr.startswith("FOUND")
+    assert own in summary.stderr, "the scan finds the policy's own text, so it would find more"
+    assert marker not in summary.stderr, "another program's text is in this policy's memory"
+
+
+def test_the_context_carries_the_public_spec_and_the_jobs_policy_seed(kernel: Kernel) -> None:
+    source = """\
+    def make_policy(context):
+        print("SEED", context.policy_seed)
+        print("TASK", context.task_id, context.action_space["type"], context.action_space["n"])
+        print("META", context.metadata["env_id"])
+        return Policy()
+
+    class Policy:
+        def act(self, observation):
+            return 0
+    """
+    feedback = kernel.evaluate(source, FAST, 3)
+    jobs = kernel.jobs(FAST, 3)
+    for summary, job in zip(feedback.episodes, jobs, strict=True):
+        assert f"SEED {job.policy_seed}\n" in (summary.stderr or "")
+        assert "TASK cartpole discrete 2" in (summary.stderr or "")
+        assert "META CartPole-v1" in (summary.stderr or "")
+    assert len({job.policy_seed for job in jobs}) == 3
+
+
+def test_a_discrete_observation_arrives_as_a_plain_int(kernel: Kernel) -> None:
+    source = policy_with_act(
+        "print(type(observation).__name__, flush=True)\nreturn 0",
+    )
+    summary = kernel.only(source, with_limits(TASKS["frozenlake"], act_seconds=0.5))
+    assert summary.status == "ok", summary
+    assert set((summary.stderr or "").split()) == {"int"}
+
+
+def test_a_policy_cannot_turn_its_episode_into_a_host_fault_by_killing_the_template(
+    tmp_path: Path,
+) -> None:
+    # A host fault is refunded, not charged: a policy must not be able to provoke one.
+    own = Kernel(tmp_path)  # should the kill land, only this runner's template dies
+    try:
+        source = policy_with_act(
+            "os.kill(os.getppid(), signal.SIGKILL)\nos.kill(os.getppid(), signal.SIGTERM)\nreturn 0",
+            top=IMPORTS,
+        )
+        try:
+            feedback = own.evaluate(source, FAST, 2)
+        except EvaluationAborted as exc:
+            pytest.fail(f"the policy aborted its own evaluation: {exc}")
+        for summary in feedback.episodes:
+            assert summary.status == "ok" or summary.failure == Failure.EXCEPTION, summary
+    finally:
+        own.close()
