@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+import host_support
 from mcp import Client
 
 from evopolicy_mcp.demo import IMPROVED_POLICY
@@ -52,51 +52,15 @@ def write_task(
     directory: Path,
     task_id: str = MINI,
     *,
-    episodes: int = 12,
-    submissions: int = 6,
-    per_submission: int = 4,
-    pool: int = 8,
     validation: int = 4,
-    candidates: int = 2,
     assessment: int = 4,
-    wall_seconds: float | None = None,
+    **budget: Any,
 ) -> Path:
-    """A cartpole task with a small budget, in ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    wall = f"wall_seconds = {wall_seconds}\n" if wall_seconds is not None else ""
-    text = f"""
-id = "{task_id}"
-title = "CartPole with a small budget"
-summary = "CartPole-v1 for tests: mean return, max 500."
-description = "Balance the pole. Observation [x, x_dot, theta, theta_dot]; action 0 or 1."
-adapter = "gymnasium"
-baseline = {json.dumps(str(BASELINE_DIR))}
-
-[parameters]
-env_id = "CartPole-v1"
-
-[score]
-metric = "return"
-aggregate = "mean"
-direction = "maximize"
-failure_value = 0.0
-
-[budget]
-episodes = {episodes}
-submissions = {submissions}
-per_submission = {per_submission}
-pool = {pool}
-{wall}
-[validation]
-episodes = {validation}
-candidates = {candidates}
-
-[assessment]
-episodes = {assessment}
-"""
-    path = directory / f"{task_id}.toml"
-    path.write_text(text)
-    return path
+    """A cartpole task with a small budget in ``directory``; returns the task file."""
+    host_support.write_task(
+        directory, task_id, validation=validation, assessment=assessment, **budget
+    )
+    return directory / f"{task_id}.toml"
 
 
 def make_tasks_dir(directory: Path) -> Path:
