@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from kernel_support import (
     FAST,
+    GOOD_CARTPOLE,
     IMPORTS,
     Kernel,
     assert_failed,
@@ -202,6 +203,28 @@ def test_a_busy_loop_is_killed_by_the_cpu_limit(kernel: Kernel) -> None:
     assert_failed(summary, Failure.RESOURCE_LIMIT)
     assert "CPU" in (summary.message or "")
     assert summary.seconds < 10.0
+
+
+def test_a_10_gb_file_is_stopped_by_the_file_size_limit_and_the_next_episode_runs(
+    kernel: Kernel,
+) -> None:
+    # Writes in 8 MB chunks toward 10 GB; the 64 MB per-file limit kills it long before.
+    source = policy_with_act(
+        "chunk = b'x' * (8 << 20)\n"
+        "with open('big', 'wb') as f:\n"
+        "    for _ in range(1280):\n"
+        "        f.write(chunk)\n"
+        "return 0",
+    )
+    task = with_limits("cartpole", act_seconds=30.0, episode_seconds=60.0)
+    episodes = kernel.evaluate(source, task, 2).episodes
+    for summary in episodes:
+        assert_failed(summary, Failure.RESOURCE_LIMIT)
+        assert "file-size" in (summary.message or "")
+    # Each episode started in an empty directory and hit the limit on its own.
+    assert [e.steps for e in episodes] == [0, 0]
+    good = kernel.only(GOOD_CARTPOLE, "cartpole")
+    assert good.status == "ok" and good.episode_return == 500.0
 
 
 # -- invalid_action ----------------------------------------------------------
