@@ -40,13 +40,7 @@ def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
         if got is not None:
             kind, payload = got
             return kind, frames.decode(payload)
-        chunk = None
-        for _ in range(spin):  # see Runner.open: a busy hand-over when on separate CPUs
-            try:
-                chunk = os.read(FD_OBSERVATIONS, 1 << 16)
-                break
-            except BlockingIOError:
-                pass
+        chunk = frames.spin_read(FD_OBSERVATIONS, spin)
         if chunk is None:
             select.select([FD_OBSERVATIONS], [], [])
             try:

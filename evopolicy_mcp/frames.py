@@ -15,6 +15,7 @@ can do is raise :class:`FrameError`, which ends that episode as a
 from __future__ import annotations
 
 import math
+import os
 import re
 import struct
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "decode",
     "encode",
     "frame",
+    "spin_read",
 ]
 
 # Message kinds. Host -> policy: CONTEXT, OBSERVATION, STOP. Policy -> host: READY, ACTION, ERROR.
@@ -348,3 +350,15 @@ class FrameReader:
     @property
     def pending(self) -> int:
         return len(self._buf)
+
+
+def spin_read(fd: int, tries: int) -> bytes | None:
+    """Read a non-blocking pipe, retrying ``tries`` times; None if nothing came.
+
+    Both ends of a hand-over spin with it before they sleep (see ``Runner.open``)."""
+    for _ in range(tries):
+        try:
+            return os.read(fd, 1 << 16)
+        except BlockingIOError:
+            pass
+    return None

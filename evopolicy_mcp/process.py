@@ -21,7 +21,7 @@ from evopolicy_mcp import frames
 if TYPE_CHECKING:
     from evopolicy_mcp.runner import Runner
 
-__all__ = ["Failure", "PolicyFailure", "PolicyProcess", "RunnerError", "spin_read"]
+__all__ = ["Failure", "PolicyFailure", "PolicyProcess", "RunnerError"]
 
 OUTPUT_HEAD = 2048
 OUTPUT_TAIL = 6144
@@ -187,7 +187,7 @@ class PolicyProcess:
                     continue
                 return self._accept(kind, got[0], got[1])
             if spin:
-                spun = spin_read(self._act_r, spin)
+                spun = frames.spin_read(self._act_r, spin)
                 if spun is not None:
                     if not spun:
                         self._died()
@@ -284,13 +284,3 @@ class PolicyProcess:
                 break
         for fd in (self._obs_w, self._act_r, self._out_r):
             os.close(fd)
-
-
-def spin_read(fd: int, tries: int) -> bytes | None:
-    """Read a non-blocking pipe, retrying ``tries`` times; None if nothing came."""
-    for _ in range(tries):
-        try:
-            return os.read(fd, 1 << 16)
-        except BlockingIOError:
-            pass
-    return None
