@@ -93,14 +93,7 @@ def _actions(constants: Any) -> dict[str, Any]:
         *[
             f"make_{name}: needs {uses(make[name])} and a {' and a '.join(make[name]['nearby'])} "
             "within one cell (the 3x3 cells around the player)"
-            for name in (
-                "wood_pickaxe",
-                "stone_pickaxe",
-                "iron_pickaxe",
-                "wood_sword",
-                "stone_sword",
-                "iron_sword",
-            )
+            for name in (a.removeprefix("make_") for a in ACTIONS if a.startswith("make_"))
         ],
     ]
     return spaces.discrete(

@@ -48,22 +48,27 @@ def _bench_task(tasks_dir: Path) -> None:
     (tasks_dir / "baselines" / "cartpole").symlink_to(baseline)
 
 
+def _serve_command(data_dir: Path, tasks_dir: Path) -> list[str]:
+    """The stdio server both benchmark clients talk to."""
+    return [
+        sys.executable,
+        "-m",
+        "evopolicy_mcp",
+        "serve",
+        "--data-dir",
+        str(data_dir),
+        "--tasks-dir",
+        str(tasks_dir),
+    ]
+
+
 class RawClient:
     """JSON-RPC over a stdio server subprocess with no client-side work beyond JSON:
     what the server itself costs per call, as an agent CLI's fast client sees it."""
 
     def __init__(self, data_dir: Path, tasks_dir: Path) -> None:
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "evopolicy_mcp",
-                "serve",
-                "--data-dir",
-                str(data_dir),
-                "--tasks-dir",
-                str(tasks_dir),
-            ],
+            _serve_command(data_dir, tasks_dir),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -151,18 +156,8 @@ async def _sdk_phase(
 ) -> None:
     from mcp import Client, StdioServerParameters
 
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "evopolicy_mcp",
-            "serve",
-            "--data-dir",
-            str(data_dir),
-            "--tasks-dir",
-            str(tasks_dir),
-        ],
-    )
+    command, *args = _serve_command(data_dir, tasks_dir)
+    server = StdioServerParameters(command=command, args=args)
     timings: dict[str, list[float]] = {"run_status": [], "get_feedback": []}
     async with Client(server, read_timeout_seconds=300) as client:
         for _ in range(ROUND_TRIPS // 2):
