@@ -257,6 +257,13 @@ def _add_host_commands(
             "add_agent_config_arguments",
             "print an agent CLI's MCP config with this machine's paths",
         ),
+        (
+            "agent",
+            "agents.command",
+            "cmd_agent",
+            "add_agent_arguments",
+            "run an agent CLI (Claude Code, Codex, Kimi Code, Qoder) headless on a task",
+        ),
     ):
         p = add(name, _lazy(f"evopolicy_mcp.{module}", function), help_)
         if command == name:

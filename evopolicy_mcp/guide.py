@@ -7,7 +7,15 @@ may use them.
 
 from __future__ import annotations
 
-__all__ = ["ABI_GUIDE", "SERVER_INSTRUCTIONS", "WORKING_INSTRUCTIONS", "evolve_policy_prompt"]
+from typing import Protocol
+
+__all__ = [
+    "ABI_GUIDE",
+    "SERVER_INSTRUCTIONS",
+    "WORKING_INSTRUCTIONS",
+    "budget_line",
+    "evolve_policy_prompt",
+]
 
 ABI_GUIDE = """\
 # The policy ABI
@@ -106,6 +114,23 @@ and finalize with a few candidate submission ids. Every submitted episode costs
 budget; rejected calls cost nothing. The evolve_policy prompt and the
 evopolicy://abi resource carry the full working instructions.
 """
+
+
+class Budget(Protocol):
+    episodes: int
+    submissions: int
+    per_submission: int
+    pool: int
+    wall_seconds: float | None
+
+
+def budget_line(b: Budget) -> str:
+    """One line stating a run's budget, as the prompt gives it."""
+    return (
+        f"{b.episodes} episodes, {b.submissions} submissions, at most {b.per_submission} "
+        f"episodes per submission, pool indices 0..{b.pool - 1}"
+        + (f", {b.wall_seconds:g} s of wall time" if b.wall_seconds else "")
+    )
 
 
 def evolve_policy_prompt(task_id: str, task_summary: str = "", budget_line: str = "") -> str:

@@ -210,7 +210,9 @@ class Host:
         task = self._task(task_id)
         with self._start_lock:
             if self.bind is not None:
-                run = self.store.get_run(self.bind[1]) or self._create_run(task, self.bind[1])
+                run = self._bound_run(task)
+                # How a launcher tells an agent that reached its run from one that never did.
+                self.store.add_event(run.id, "attached", {})
                 return self._run_info(run)
             if self.max_runs is not None and self._runs_started >= self.max_runs:
                 raise HostError(
@@ -226,6 +228,18 @@ class Host:
                     continue
             self._runs_started += 1
         return self._run_info(run)
+
+    def prepare_run(self) -> RunInfo:
+        """The bound run, created now if it does not exist (operator use, before an agent
+        is launched against it)."""
+        if self.bind is None:
+            raise RuntimeError("prepare_run needs a host bound to a run")
+        with self._start_lock:
+            return self._run_info(self._bound_run(self._task(self.bind[0])))
+
+    def _bound_run(self, task: Task) -> RunRecord:
+        assert self.bind is not None
+        return self.store.get_run(self.bind[1]) or self._create_run(task, self.bind[1])
 
     def _check_bind(self) -> None:
         if self.bind is None:

@@ -285,13 +285,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             spec = await resource_call(lambda: slot.host.describe_task(task_id))
         except ResourceError as exc:  # a JSON-RPC error carries its message to the client
             raise MCPError(INVALID_PARAMS, str(exc)) from None
-        b = spec.budget
-        budget = (
-            f"{b.episodes} episodes, {b.submissions} submissions, at most {b.per_submission} "
-            f"episodes per submission, pool indices 0..{b.pool - 1}"
-            + (f", {b.wall_seconds:g} s of wall time" if b.wall_seconds else "")
-        )
-        return guide.evolve_policy_prompt(task_id, spec.summary, budget)
+        return guide.evolve_policy_prompt(task_id, spec.summary, guide.budget_line(spec.budget))
 
     return mcp
 

@@ -88,6 +88,17 @@ TIERS: dict[str, set[str]] = {
         "evopolicy_mcp.http_auth",
         "evopolicy_mcp.demo",
         "evopolicy_mcp.options",
+        "evopolicy_mcp.agents",
+        "evopolicy_mcp.agents.base",
+        "evopolicy_mcp.agents.launch",
+        "evopolicy_mcp.agents.check",
+        "evopolicy_mcp.agents.command",
+        "evopolicy_mcp.agents.claude",
+        "evopolicy_mcp.agents.codex",
+        "evopolicy_mcp.agents.kimi",
+        "evopolicy_mcp.agents.qoder",
+        "evopolicy_mcp.agents.scripted",
+        "evopolicy_mcp.agents.scripted_agent",
     },
 }
 
@@ -111,6 +122,8 @@ MCP_MODULES = {
     "evopolicy_mcp.http_auth",
     "evopolicy_mcp.demo",
     "evopolicy_mcp.bench_mcp",
+    "evopolicy_mcp.agents.scripted_agent",  # an MCP client, as an agent CLI is
+    "evopolicy_mcp.agents.check",  # starts a configured server with the SDK client
 }
 # Simulators stay out of everything but the adapters (and the benchmark's raw loop), so
 # listing tasks or starting the server imports none.
@@ -135,7 +148,7 @@ def module_name(path: Path) -> str:
 MODULES = {
     module_name(path): path
     for package in PACKAGES
-    for path in sorted((ROOT / package).glob("*.py"))
+    for path in sorted((ROOT / package).rglob("*.py"))
 }
 TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
 

@@ -1,0 +1,72 @@
+"""Codex: ``codex exec --json``, the server given as ``-c mcp_servers...`` overrides.
+
+Codex reads MCP servers from ``$CODEX_HOME/config.toml``, or from a project's
+``.codex/config.toml`` only once that project is trusted. Overrides on the
+command line need neither, and leave the operator's config (and login) as it
+is. The same entry is written to the workspace's ``.codex/config.toml`` so a
+person can read what the agent was given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from evopolicy_mcp.agent_config import (
+    STARTUP_TIMEOUT_SECONDS,
+    TOOL_TIMEOUT_SECONDS,
+    Launch,
+    render,
+)
+
+from .base import SERVER_NAME, AgentTask, Invocation
+
+__all__ = ["PROVIDER", "Codex", "overrides"]
+
+
+def overrides(launch: Launch) -> list[str]:
+    """``-c key=value`` pairs (values in TOML) that define the server for one invocation."""
+    key = f"mcp_servers.{SERVER_NAME}"
+    pairs = [
+        f"{key}.command={json.dumps(launch.command)}",
+        f"{key}.args=[{', '.join(json.dumps(a) for a in launch.args)}]",
+        f"{key}.startup_timeout_sec={STARTUP_TIMEOUT_SECONDS}",
+        f"{key}.tool_timeout_sec={TOOL_TIMEOUT_SECONDS}",
+    ]
+    pairs += [f"{key}.env.{name}={json.dumps(value)}" for name, value in launch.env.items()]
+    return [arg for pair in pairs for arg in ("-c", pair)]
+
+
+class Codex:
+    name = "codex"
+    executable = "codex"
+    env_allow: tuple[str, ...] = ("OPENAI_*", "CODEX_*")
+
+    def invocation(self, task: AgentTask, env: Mapping[str, str]) -> Invocation:
+        argv = [
+            self.executable,
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--ephemeral",
+            "--sandbox",
+            "workspace-write",
+            "--cd",
+            str(task.workspace),
+            "-c",
+            'approval_policy="never"',
+            *overrides(task.server),
+        ]
+        if task.model:
+            argv += ["--model", task.model]
+        if task.effort:
+            argv += ["-c", f"model_reasoning_effort={json.dumps(task.effort)}"]
+        argv += ["--", task.prompt]
+        config = task.workspace / ".codex" / "config.toml"
+        return Invocation(tuple(argv), {config: render("codex", task.server)}, config=config)
+
+    def preflight(self, env: Mapping[str, str]) -> str | None:
+        return None
+
+
+PROVIDER = Codex()
