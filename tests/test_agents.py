@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from host_support import SEED
 
+from evopolicy_mcp import seeds
 from evopolicy_mcp.agent_config import Launch
 from evopolicy_mcp.agents.base import AgentTask, Unsupported, allowed_env
 from evopolicy_mcp.agents.check import check_agent, parse_health
@@ -516,6 +517,19 @@ def test_scripted_agent_through_the_command(tmp_path: Path, tasks_dir: Path) -> 
     kinds = events(data, "loop")
     assert kinds["agent_ended"]["reason"] == "finalized"
     assert "EVOPOLICY" not in " ".join(kinds["agent_started"]["env"])  # type: ignore[arg-type]
+    # Everything the agent saw: its workspace and every tool result it logged.
+    seen = "\n".join(log) + "".join(p.read_text() for p in ws.rglob("*") if p.is_file())
+    store = Store(data, create=False)
+    try:
+        run = store.get_run("loop")
+    finally:
+        store.close()
+    assert run is not None
+    assert run.secret.hex() not in seen
+    for split, size in (("validation", 3), ("test", 3)):
+        for i in range(size):
+            assert str(seeds.episode_seed(run.secret, "mini", split, i)) not in seen
+            assert str(seeds.policy_seed(run.secret, "mini", split, i)) not in seen
 
 
 # ------------------------------------------------------------------ agent check
