@@ -187,5 +187,14 @@ def format_report(r: RunReport) -> str:
     lines.append(f"  adapter_package: {repro.get('adapter_package')}")
     lines.append(f"  packages: {repro.get('packages')}")
     lines.append(f"  splits: {repro.get('splits')}")
+    for e in r.events:  # written by `agent run`
+        if e.kind == "agent_ended":
+            d = e.detail
+            lines.append(
+                f"agent: {d.get('agent')} {d.get('reason')} after {d.get('seconds', 0):.1f} s, "
+                f"exit code {d.get('exit_code')}; its output is in runs/{r.run_id}/agent/"
+            )
+        elif e.kind == "fallback_candidates":
+            lines.append(f"  the agent did not finalize: candidates {e.detail.get('candidates')}")
     lines.append(f"events: {len(r.events)} (see --json)")
     return "\n".join(lines)

@@ -21,6 +21,8 @@ from evopolicy_mcp.agent_config import Launch
 from evopolicy_mcp.agents.base import AgentTask, Unsupported, allowed_env
 from evopolicy_mcp.agents.check import check_agent, parse_health
 from evopolicy_mcp.agents.launch import PROVIDERS, AgentError, AgentOptions, run_agent
+from evopolicy_mcp.host import Host
+from evopolicy_mcp.operator import format_report
 from evopolicy_mcp.store import Store
 
 SERVER = Launch(
@@ -448,6 +450,10 @@ def test_exit_without_finalize_judges_fallback_candidates(
     kinds = events(tmp_path / "data", "r1")
     assert kinds["fallback_candidates"]["candidates"] == outcome.candidates
     assert "attached" in kinds
+    with Host(tmp_path / "data", tasks_dirs=[tasks_dir]) as host:
+        text = format_report(host.report("r1"))
+    assert "agent: claude exited after" in text
+    assert "the agent did not finalize" in text
 
 
 def test_finalize_stops_a_lingering_cli(agent_env: Path, tmp_path: Path, tasks_dir: Path) -> None:
