@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,13 @@ from evopolicy_mcp import seeds
 from evopolicy_mcp.agent_config import Launch
 from evopolicy_mcp.agents.base import AgentTask, Unsupported, allowed_env
 from evopolicy_mcp.agents.check import check_agent, parse_health
-from evopolicy_mcp.agents.launch import PROVIDERS, AgentError, AgentOptions, run_agent
+from evopolicy_mcp.agents.launch import (
+    PROVIDERS,
+    AgentError,
+    AgentOptions,
+    run_agent,
+    write_files,
+)
 from evopolicy_mcp.host import Host
 from evopolicy_mcp.operator import format_report
 from evopolicy_mcp.store import Store
@@ -584,3 +591,20 @@ def test_real_cli_health_check_connects(agent: str, tasks_dir: Path) -> None:
     report = check_agent(provider, tasks_dirs=(tasks_dir,))
     assert report.how == f"{provider.executable} mcp list"
     assert report.server == "Connected", report.detail
+
+
+def test_kimi_session_home_links_the_operators_home_but_not_its_servers(tmp_path: Path) -> None:
+    mine = tmp_path / "operator-kimi"
+    mine.mkdir()
+    (mine / "config.toml").write_text("default_model = 'k'\n")
+    (mine / "credentials").mkdir()
+    (mine / "mcp.json").write_text('{"mcpServers": {"other": {"command": "x"}}}')
+    task = replace(golden_task(effort=None), workspace=tmp_path / "ws", state_dir=tmp_path / "st")
+    inv = PROVIDERS["kimi"].invocation(task, {"KIMI_CODE_HOME": str(mine)})
+    write_files(inv)
+    home = tmp_path / "st" / "kimi-home"
+    assert (home / "config.toml").resolve() == mine / "config.toml"
+    assert (home / "credentials").is_symlink()
+    assert not (home / "mcp.json").is_symlink()
+    assert list(json.loads((home / "mcp.json").read_text())["mcpServers"]) == ["evopolicy"]
+    assert (mine / "mcp.json").read_text().startswith('{"mcpServers": {"other"')  # unchanged

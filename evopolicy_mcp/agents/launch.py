@@ -50,6 +50,7 @@ __all__ = [
     "AgentOutcome",
     "run_agent",
     "stop_group",
+    "write_files",
 ]
 
 PROVIDERS: dict[str, Provider] = {
@@ -158,7 +159,7 @@ def _server_launch(opts: AgentOptions, data_dir: Path, run_id: str) -> Launch:
     return Launch(sys.executable, tuple(args))
 
 
-def _write_files(inv: Invocation) -> None:
+def write_files(inv: Invocation) -> None:
     for target, source in inv.overlays.items():
         target.mkdir(parents=True, exist_ok=True)
         written = {p.name for p in inv.files if p.parent == target}
@@ -227,7 +228,7 @@ def _prepare(
         baseline, workspace / "program", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
     )
     (workspace / "TASK.md").write_text(prompt)
-    _write_files(inv)
+    write_files(inv)
     return task, inv
 
 
@@ -371,6 +372,21 @@ def _launch(
     return reason, proc.returncode, time.monotonic() - started, message, sizes
 
 
+def _wait_for_owners(store: Store, run_id: str, timeout: float = GROUP_GONE_SECONDS) -> None:
+    """Wait (bounded) until no live server holds the run's unfinished work, so the host
+    that judges can take it over. A server the CLI started outside its process group
+    exits once its stdin closes; one still alive after this finishes the work itself."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        run = store.get_run(run_id)
+        owners = {s.owner for s in store.list_submissions(run_id) if s.state in PENDING}
+        if run is not None and run.state == "finalizing":
+            owners.add(run.owner)
+        if not any(store.instance_alive(o) for o in owners):
+            return
+        time.sleep(POLL_SECONDS)
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = path.read_text(errors="replace").strip().splitlines()
@@ -445,6 +461,7 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
         log_dir = store.run_dir(task.run_id) / "agent"
         log_dir.mkdir(parents=True, exist_ok=True)
         reason, code, seconds, message, sizes = _launch(opts, task, inv, env, store, log_dir)
+        _wait_for_owners(store, task.run_id)
         store.add_event(
             task.run_id,
             "agent_ended",
