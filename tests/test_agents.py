@@ -170,7 +170,6 @@ def test_kimi_invocation_is_exact() -> None:
     inv = PROVIDERS["kimi"].invocation(golden_task(effort=None), {"HOME": "/home/op"})
     assert inv.argv == (
         "kimi",
-        "--auto",
         "--output-format",
         "stream-json",
         "--model",
@@ -608,3 +607,25 @@ def test_kimi_session_home_links_the_operators_home_but_not_its_servers(tmp_path
     assert not (home / "mcp.json").is_symlink()
     assert list(json.loads((home / "mcp.json").read_text())["mcpServers"]) == ["evopolicy"]
     assert (mine / "mcp.json").read_text().startswith('{"mcpServers": {"other"')  # unchanged
+
+
+def test_real_claude_takes_the_command_line_and_the_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tasks_dir: Path
+) -> None:
+    """The installed Claude Code parses our headless command line and loads our server;
+    with no login (a scratch config home) it stops there, which is a failed start."""
+    if shutil.which("claude") is None:
+        pytest.skip("claude is not installed (npm install -g @anthropic-ai/claude-code)")
+    for name in [n for n in os.environ if n.startswith(("ANTHROPIC_", "CLAUDE_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-home"))
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    outcome = run_agent(options(tmp_path, tasks_dir, timeout=120.0))
+    assert outcome.reason == "failed_to_start"
+    assert "log" in outcome.message.lower(), outcome.message
+    record = tmp_path / "data" / "runs" / "r1" / "agent"
+    init = json.loads((record / "stdout.jsonl").read_text().splitlines()[0])
+    assert init["type"] == "system" and init["subtype"] == "init"
+    assert init["permissionMode"] == "bypassPermissions"
+    assert [s["name"] for s in init["mcp_servers"]] == ["evopolicy"]
+    assert init["cwd"] == str(tmp_path / "ws")

@@ -1,4 +1,7 @@
-"""Kimi Code: ``kimi --prompt ... --output-format stream-json`` in Never Ask mode.
+"""Kimi Code: ``kimi --prompt ... --output-format stream-json`` (prompt mode).
+
+Prompt mode refuses ``--auto``, ``--yolo`` and ``--plan``: it runs unattended
+by itself.
 
 Kimi has no option naming an MCP config file, and it reads a project's
 ``.kimi-code/mcp.json`` only in a folder the user trusted. It always reads
@@ -29,7 +32,7 @@ class Kimi:
             raise Unsupported("Kimi Code has no effort option; leave out --effort")
         home = task.state_dir / "kimi-home"
         operator_home = Path(env.get("KIMI_CODE_HOME") or Path(env.get("HOME", "/")) / ".kimi-code")
-        argv = [self.executable, "--auto", "--output-format", "stream-json"]
+        argv = [self.executable, "--output-format", "stream-json"]
         if task.model:
             argv += ["--model", task.model]
         argv += ["--prompt", task.prompt]

@@ -20,6 +20,7 @@ The terminal reason is one of :data:`REASONS`.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import secrets
 import shutil
@@ -368,7 +369,7 @@ def _launch(
     }
     message = ""
     if reason == "failed_to_start":
-        message = _last_line(log_dir / "stderr.log") or f"exit code {proc.returncode}"
+        message = _last_word(log_dir) or f"exit code {proc.returncode}"
     return reason, proc.returncode, time.monotonic() - started, message, sizes
 
 
@@ -387,12 +388,28 @@ def _wait_for_owners(store: Store, run_id: str, timeout: float = GROUP_GONE_SECO
         time.sleep(POLL_SECONDS)
 
 
-def _last_line(path: Path) -> str:
-    try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return lines[-1][:300] if lines else ""
+def _last_word(log_dir: Path) -> str:
+    """What the CLI last said: its last stderr line, else the ``result``/``error``
+    text of its last structured stdout line (a headless CLI reports a failed login
+    there)."""
+    for name in ("stderr.log", "stdout.jsonl"):
+        try:
+            lines = (log_dir / name).read_text(errors="replace").strip().splitlines()
+        except OSError:
+            continue
+        if not lines:
+            continue
+        if name == "stderr.log":
+            return lines[-1][:300]
+        try:
+            last = json.loads(lines[-1])
+        except ValueError:
+            return lines[-1][:300]
+        if isinstance(last, dict):
+            for key in ("result", "error", "message"):
+                if isinstance(last.get(key), str) and last[key]:
+                    return str(last[key])[:300]
+    return ""
 
 
 # ---------------------------------------------------------------- judging
