@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,14 +63,26 @@ def shipped_launch() -> Launch:
 
 
 def local_launch(
-    *, task: str | None = None, run: str | None = None, data_dir: Path | None = None
+    *,
+    task: str | None = None,
+    run: str | None = None,
+    data_dir: Path | None = None,
+    tasks_dirs: Sequence[Path] = (),
+    isolation: str = "default",
+    workers: int | None = None,
 ) -> Launch:
     """This interpreter running the server, so no ``PATH`` lookup is involved."""
     args = ["-m", "evopolicy_mcp", "serve"]
     if data_dir is not None:
         args += ["--data-dir", str(data_dir.expanduser().resolve())]
+    for d in tasks_dirs:
+        args += ["--tasks-dir", str(Path(d).expanduser().resolve())]
     if task is not None:
         args += ["--task", task, "--run", run or f"{task}-run"]
+    if isolation != "default":
+        args += ["--isolation", isolation]
+    if workers is not None:
+        args += ["--workers", str(workers)]
     return Launch(sys.executable, tuple(args))
 
 

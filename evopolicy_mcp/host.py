@@ -107,6 +107,7 @@ class Host:
         close_timeout: float = 10.0,
         isolation: Isolation | None = None,
         allow_program_dir: bool = True,
+        resume: bool | str = True,
     ) -> None:
         self.tasks: dict[str, Task] = load_tasks(tasks_dirs)
         if runner is None:
@@ -144,7 +145,11 @@ class Host:
                 concurrency=concurrency,
             )
             self._runs_started = len(self.store.list_runs())
-            subs, runs = self.store.claim_orphans()
+            # Work of dead hosts: all of it, none (a host made for one step), or one run's.
+            subs: list[SubmissionRecord] = []
+            runs: list[RunRecord] = []
+            if resume is not False:
+                subs, runs = self.store.claim_orphans(None if resume is True else resume)
         except BaseException:
             self.close()
             raise

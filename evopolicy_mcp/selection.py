@@ -1,8 +1,11 @@
-"""Selection among finalize candidates, as a pure function.
+"""Selection among finalize candidates, and fallback candidates, as pure functions.
 
 The rule: best validation score in the task's direction, then fewer policy
 failures, then the agent's candidate order. A candidate without a usable score
 (None or NaN) ranks below every candidate with one.
+
+Fallback, for a run its agent left open: its complete submissions ranked by
+public score the same way (newer first on ties), one per distinct program.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CandidateScore", "select_candidate"]
+__all__ = ["CandidateScore", "fallback_candidates", "select_candidate"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,37 @@ def _fmt(score: float | None) -> str:
     return f"{score:.6g}" if _usable(score) else "no score"
 
 
+def _rank_key(
+    c: CandidateScore, sign: float, position: int
+) -> tuple[int, float, int, int]:
+    if not _usable(c.score):
+        return (1, 0.0, c.policy_failures, position)
+    assert c.score is not None
+    return (0, sign * c.score, c.policy_failures, position)
+
+
+def fallback_candidates(
+    submissions: Sequence[tuple[CandidateScore, str]],
+    direction: Literal["maximize", "minimize"],
+    limit: int,
+) -> list[str]:
+    """Up to ``limit`` submission ids from (public score, program digest) pairs, oldest
+    first in ``submissions``: best public score first, one per program."""
+    sign = -1.0 if direction == "maximize" else 1.0
+    order = sorted(
+        range(len(submissions)),
+        key=lambda i: _rank_key(submissions[i][0], sign, -i),
+    )
+    chosen: list[str] = []
+    programs: set[str] = set()
+    for i in order:
+        score, digest = submissions[i]
+        if digest not in programs:
+            programs.add(digest)
+            chosen.append(score.submission_id)
+    return chosen[:limit]
+
+
 def select_candidate(
     candidates: Sequence[CandidateScore], direction: Literal["maximize", "minimize"]
 ) -> tuple[int, str]:
@@ -39,11 +73,7 @@ def select_candidate(
     sign = -1.0 if direction == "maximize" else 1.0
 
     def key(position: int) -> tuple[int, float, int, int]:
-        c = candidates[position]
-        if not _usable(c.score):
-            return (1, 0.0, c.policy_failures, position)
-        assert c.score is not None
-        return (0, sign * c.score, c.policy_failures, position)
+        return _rank_key(candidates[position], sign, position)
 
     order = sorted(range(len(candidates)), key=key)
     best = candidates[order[0]]

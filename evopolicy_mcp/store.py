@@ -229,8 +229,11 @@ class Store:
             path.unlink(missing_ok=True)
             return False
 
-    def claim_orphans(self) -> tuple[list[SubmissionRecord], list[RunRecord]]:
-        """Take over pending submissions and finalizing runs whose host died."""
+    def claim_orphans(
+        self, run_id: str | None = None
+    ) -> tuple[list[SubmissionRecord], list[RunRecord]]:
+        """Take over pending submissions and finalizing runs whose host died (of one
+        run, if ``run_id`` is given)."""
         me = self.acquire_instance()
         with self._write() as db:
             subs = [
@@ -243,6 +246,9 @@ class Store:
             runs = [
                 run_record(r) for r in db.execute("SELECT * FROM runs WHERE state='finalizing'")
             ]
+            if run_id is not None:
+                subs = [s for s in subs if s.run_id == run_id]
+                runs = [r for r in runs if r.id == run_id]
             claimed_subs = [s for s in subs if not self.instance_alive(s.owner)]
             claimed_runs = [r for r in runs if not self.instance_alive(r.owner)]
             for s in claimed_subs:

@@ -23,7 +23,7 @@ from host_support import (
 
 from evopolicy_mcp import seeds
 from evopolicy_mcp.host import Host, HostError
-from evopolicy_mcp.selection import CandidateScore, select_candidate
+from evopolicy_mcp.selection import CandidateScore, fallback_candidates, select_candidate
 
 # ------------------------------------------------------------------ tasks and runs
 
@@ -389,6 +389,24 @@ def test_selection_breaks_a_score_tie_by_fewer_policy_failures(direction: str) -
     many, few = CandidateScore("many", 3.0, 4), CandidateScore("few", 3.0, 1)
     chosen, reason = select_candidate([many, few], direction)  # type: ignore[arg-type]
     assert chosen == 1 and "fewer policy failures" in reason
+
+
+@pytest.mark.parametrize("direction", ["maximize", "minimize"])
+def test_fallback_ranks_by_public_score_once_per_program(direction: str) -> None:
+    subs = [
+        (CandidateScore("s1", 10.0, 0), "p-base"),
+        (CandidateScore("s2", 50.0, 0), "p-good"),
+        (CandidateScore("s3", 50.0, 0), "p-good"),  # the same program again
+        (CandidateScore("s4", None, 2), "p-broken"),
+        (CandidateScore("s5", 30.0, 0), "p-mid"),
+    ]
+    picked = fallback_candidates(subs, direction, 3)  # type: ignore[arg-type]
+    if direction == "maximize":
+        assert picked == ["s3", "s5", "s1"]  # the newer of a tie, one per program
+    else:
+        assert picked == ["s1", "s5", "s3"]
+    assert fallback_candidates(subs, direction, 10)[-1] == "s4"  # no score ranks last
+    assert fallback_candidates([], direction, 3) == []  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("direction", ["maximize", "minimize"])

@@ -98,6 +98,8 @@ TIERS: dict[str, set[str]] = {
         "evopolicy_mcp.agents.kimi",
         "evopolicy_mcp.agents.qoder",
         "evopolicy_mcp.agents.scripted",
+        "evopolicy_mcp.agents.procs",
+        "evopolicy_mcp.agents.policy_family",
         "evopolicy_mcp.agents.scripted_agent",
     },
 }

@@ -67,7 +67,7 @@ class AgentTask:
     task_id: str
     run_id: str
     workspace: Path  # the agent's working directory; holds program/ and TASK.md
-    state_dir: Path  # the session's own directory beside the records (a CLI home if needed)
+    state_dir: Path  # the session's own directory in the workspace (a CLI home if needed)
     prompt: str
     server: Launch  # how the CLI starts `evopolicy-mcp serve` bound to the run
     model: str | None = None
@@ -81,7 +81,6 @@ class Invocation:
     argv: tuple[str, ...]
     files: Mapping[Path, str] = field(default_factory=dict)  # absolute path -> text
     env: Mapping[str, str] = field(default_factory=dict)  # set on top of the allowlist
-    config: Path | None = None  # the MCP config among ``files``, for the record
     # new directory -> existing one: the new one gets a symlink to each entry of the
     # existing one that ``files`` does not write (a CLI home with our config in it)
     overlays: Mapping[Path, Path] = field(default_factory=dict)

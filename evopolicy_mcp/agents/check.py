@@ -22,10 +22,11 @@ from pathlib import Path
 import anyio
 
 from evopolicy_mcp import __version__
-from evopolicy_mcp.agent_config import SERVER_NAME, Launch, render
+from evopolicy_mcp.agent_config import SERVER_NAME, Launch, local_launch, render
 
 from .base import Provider, allowed_env
 from .codex import overrides
+from .procs import run_bounded
 
 __all__ = ["CheckReport", "check_agent", "client_check", "parse_health"]
 
@@ -48,7 +49,13 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return self.executable is not None and self.server == "Connected"
+        """Installed, answering, connected, and able to run headless here."""
+        return (
+            self.executable is not None
+            and self.version is not None
+            and self.server == "Connected"
+            and self.warning is None
+        )
 
 
 def parse_health(output: str) -> tuple[str, str]:
@@ -86,27 +93,21 @@ def client_check(
         return "Failed", f"{type(exc).__name__}: {exc}"[:300]
 
 
-def _run(argv: list[str], *, cwd: Path | None, env: dict[str, str], timeout: float) -> str:
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        start_new_session=True,
-    )
-    return proc.stdout + proc.stderr
-
-
-def _version(executable: str, env: dict[str, str]) -> str | None:
+def _version(executable: str, env: dict[str, str]) -> tuple[str | None, str]:
+    """The CLI's version line, or None and why it could not say."""
     try:
-        out = _run([executable, "--version"], cwd=None, env=env, timeout=VERSION_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+        code, out = run_bounded(
+            [executable, "--version"], cwd=None, env=env, timeout=VERSION_TIMEOUT
+        )
+    except OSError as exc:
+        return None, f"cannot run {executable}: {exc.strerror}"
+    except subprocess.TimeoutExpired:
+        return None, f"{executable} --version gave no answer within {VERSION_TIMEOUT:g} s"
     lines = out.strip().splitlines()
-    return lines[0].strip() if lines else None
+    if code != 0 or not lines:
+        last = lines[-1].strip() if lines else "no output"
+        return None, f"{executable} --version failed (exit code {code}): {last}"[:300]
+    return lines[0].strip(), ""
 
 
 def check_agent(
@@ -118,20 +119,22 @@ def check_agent(
         version: str | None = f"evopolicy-mcp {__version__}"
     else:
         executable = shutil.which(provider.executable, path=env.get("PATH"))
-        version = _version(executable, env) if executable else None
+        version = None
     report = CheckReport(provider.name, executable, version, "not checked", "")
     report.warning = provider.preflight(env)
     if executable is None:
         report.detail = f"{provider.executable} is not on PATH"
         return report
+    if provider.name != "scripted":
+        report.version, why = _version(executable, env)
+        if report.version is None:  # installed but broken (e.g. too old a Node.js)
+            report.detail = why
+            return report
     with tempfile.TemporaryDirectory(prefix="evopolicy-check-") as tmp:
         root = Path(tmp)
         ws = root / "workspace"
         ws.mkdir()
-        args = ["-m", "evopolicy_mcp", "serve", "--data-dir", str(root / "data")]
-        for d in tasks_dirs:
-            args += ["--tasks-dir", str(d.expanduser().resolve())]
-        launch = Launch(sys.executable, tuple(args))
+        launch = local_launch(data_dir=root / "data", tasks_dirs=tasks_dirs)
         try:
             if provider.name in ("claude", "qoder"):
                 (ws / ".mcp.json").write_text(render(provider.name, launch))
@@ -144,14 +147,16 @@ def check_agent(
                         json.dumps({"enableAllProjectMcpServers": True})
                     )
                     run_env["CLAUDE_CONFIG_DIR"] = str(home)
-                out = _run([executable, "mcp", "list"], cwd=ws, env=run_env, timeout=timeout)
+                _, out = run_bounded(
+                    [executable, "mcp", "list"], cwd=ws, env=run_env, timeout=timeout
+                )
                 report.server, report.detail = parse_health(out)
                 report.how = f"{provider.executable} mcp list"
                 return report
             report.server, report.detail = client_check(launch, env, timeout)
             report.how = "evopolicy-mcp's own MCP client on the configured server command"
             if provider.name == "codex":
-                out = _run(
+                _, out = run_bounded(
                     [executable, *overrides(launch), "mcp", "list"],
                     cwd=ws,
                     env=env,
@@ -165,4 +170,6 @@ def check_agent(
                     report.server = "Failed"
         except subprocess.TimeoutExpired:
             report.server, report.detail = "Failed", f"no answer within {timeout:g} s"
+        except OSError as exc:
+            report.server, report.detail = "Failed", f"cannot run {executable}: {exc.strerror}"
     return report

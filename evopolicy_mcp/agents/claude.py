@@ -42,7 +42,7 @@ class Claude:
             argv += [self.effort_flag, task.effort]
         # --mcp-config takes several files: "--" keeps the prompt from being read as one.
         argv += ["--", task.prompt]
-        return Invocation(tuple(argv), {config: render(self.name, task.server)}, config=config)
+        return Invocation(tuple(argv), {config: render(self.name, task.server)})
 
     def preflight(self, env: Mapping[str, str]) -> str | None:
         if os.geteuid() == 0 and env.get("IS_SANDBOX") != "1":

@@ -2,9 +2,10 @@
 
 Codex reads MCP servers from ``$CODEX_HOME/config.toml``, or from a project's
 ``.codex/config.toml`` only once that project is trusted. Overrides on the
-command line need neither, and leave the operator's config (and login) as it
-is. The same entry is written to the workspace's ``.codex/config.toml`` so a
-person can read what the agent was given.
+command line need neither and change no file. ``--ignore-user-config`` keeps
+the operator's other MCP servers (and settings) out, as Claude Code's
+``--strict-mcp-config`` does; the login still comes from ``$CODEX_HOME``.
+The command line, with the overrides, is in the run's ``agent_started`` event.
 """
 
 from __future__ import annotations
@@ -12,12 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from evopolicy_mcp.agent_config import (
-    STARTUP_TIMEOUT_SECONDS,
-    TOOL_TIMEOUT_SECONDS,
-    Launch,
-    render,
-)
+from evopolicy_mcp.agent_config import STARTUP_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS, Launch
 
 from .base import SERVER_NAME, AgentTask, Invocation
 
@@ -49,6 +45,7 @@ class Codex:
             "--json",
             "--skip-git-repo-check",
             "--ephemeral",
+            "--ignore-user-config",
             "--sandbox",
             "workspace-write",
             "--cd",
@@ -62,8 +59,7 @@ class Codex:
         if task.effort:
             argv += ["-c", f"model_reasoning_effort={json.dumps(task.effort)}"]
         argv += ["--", task.prompt]
-        config = task.workspace / ".codex" / "config.toml"
-        return Invocation(tuple(argv), {config: render("codex", task.server)}, config=config)
+        return Invocation(tuple(argv))
 
     def preflight(self, env: Mapping[str, str]) -> str | None:
         return None

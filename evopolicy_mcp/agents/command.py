@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from evopolicy_mcp.options import positive_int
-from evopolicy_mcp.store import default_data_dir
+from evopolicy_mcp.store import StoreError, default_data_dir
 
 from .launch import PROVIDERS, REASONS, AgentError, AgentOptions, AgentOutcome, run_agent
 
@@ -133,8 +133,13 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except AgentError as exc:
         print(f"evopolicy-mcp agent run: {exc}", file=sys.stderr)
         return 2
+    except (StoreError, OSError) as exc:  # the records cannot be read or written
+        print(f"evopolicy-mcp agent run: error: {exc}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(outcome.as_dict(), indent=2))
     else:
         _print_outcome(outcome)
+    if outcome.reason == "interrupted":
+        return 130
     return 0 if outcome.reason == "finalized" and outcome.run_state == "finalized" else 1

@@ -7,7 +7,9 @@ Kimi has no option naming an MCP config file, and it reads a project's
 ``.kimi-code/mcp.json`` only in a folder the user trusted. It always reads
 ``$KIMI_CODE_HOME/mcp.json``, so the session gets its own Kimi home: our
 ``mcp.json`` plus a link to every other entry of the operator's Kimi home
-(config, login), which therefore keep working and stay unchanged.
+(config, login), which therefore keep working. The operator's ``mcp.json`` is
+neither read nor changed; what Kimi writes through a link (logs, sessions in
+an existing directory) lands in the operator's home.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ class Kimi:
             tuple(argv),
             {config: render("kimi", task.server)},
             env={"KIMI_CODE_HOME": str(home)},
-            config=config,
             overlays={home: operator_home},
         )
 

@@ -24,24 +24,24 @@ import json
 import os
 import secrets
 import shutil
-import signal
+import sqlite3
 import subprocess
-import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from evopolicy_mcp import guide
-from evopolicy_mcp.agent_config import Launch
+from evopolicy_mcp.agent_config import local_launch
 from evopolicy_mcp.host import Host, HostError
 from evopolicy_mcp.sandbox import Isolation
-from evopolicy_mcp.store import PENDING, Store
+from evopolicy_mcp.selection import CandidateScore, fallback_candidates
+from evopolicy_mcp.store import PENDING, Store, StoreError
 from evopolicy_mcp.tasks import Task
 
 from . import claude, codex, kimi, qoder, scripted
 from .base import AgentTask, Invocation, Provider, Unsupported, allowed_env
+from .procs import GONE_SECONDS, Pump, blocked_signals, signals_interrupt, stop_session
 
 __all__ = [
     "PROVIDERS",
@@ -50,7 +50,6 @@ __all__ = [
     "AgentOptions",
     "AgentOutcome",
     "run_agent",
-    "stop_group",
     "write_files",
 ]
 
@@ -65,9 +64,11 @@ REASONS = {
     "failed_to_start": "the agent could not be launched, or ended without reaching its run",
     "interrupted": "the operator interrupted the launcher",
 }
-LOG_CAP = 64 << 20  # bytes kept of each of the CLI's stdout and stderr
 POLL_SECONDS = 0.2
-GROUP_GONE_SECONDS = 10.0
+# A server left outside the CLI's session gets this long to let go of the run's work;
+# longer than a host's own shutdown limit (Host.close_timeout, 10 s).
+OWNER_GONE_SECONDS = 30.0
+JUDGE_FAULTS = (HostError, StoreError, OSError, sqlite3.Error)
 WORKSPACE_NOTE = (
     "Your workspace is the current directory. `program/` holds the task's baseline "
     "program; edit it there and submit it with `program_dir` set to that directory's "
@@ -148,18 +149,6 @@ def _workspace(opts: AgentOptions, data_dir: Path, run_id: str) -> Path:
     return where
 
 
-def _server_launch(opts: AgentOptions, data_dir: Path, run_id: str) -> Launch:
-    args = ["-m", "evopolicy_mcp", "serve", "--data-dir", str(data_dir)]
-    for d in opts.tasks_dirs:
-        args += ["--tasks-dir", str(d.expanduser().resolve())]
-    args += ["--task", opts.task, "--run", run_id]
-    if opts.isolation != "default":
-        args += ["--isolation", opts.isolation]
-    if opts.workers is not None:
-        args += ["--workers", str(opts.workers)]
-    return Launch(sys.executable, tuple(args))
-
-
 def write_files(inv: Invocation) -> None:
     for target, source in inv.overlays.items():
         target.mkdir(parents=True, exist_ok=True)
@@ -173,7 +162,9 @@ def write_files(inv: Invocation) -> None:
         path.write_text(text)
 
 
-def _open_host(opts: AgentOptions, data_dir: Path, bind: tuple[str, str] | None) -> Host:
+def _open_host(
+    opts: AgentOptions, data_dir: Path, bind: tuple[str, str] | None, resume: bool | str
+) -> Host:
     return Host(
         data_dir,
         tasks_dirs=opts.tasks_dirs,
@@ -181,19 +172,22 @@ def _open_host(opts: AgentOptions, data_dir: Path, bind: tuple[str, str] | None)
         bind=bind,
         workers=opts.workers,
         isolation=Isolation(strict=opts.isolation == "strict"),
+        resume=resume,
     )
 
 
 def _prepare(
     opts: AgentOptions, provider: Provider, env: dict[str, str], data_dir: Path
 ) -> tuple[AgentTask, Invocation]:
-    """Check everything that can be checked, then create the run and the workspace."""
+    """Check everything that can be checked, write the workspace, then create the run.
+    On any failure nothing is left: no run, and no workspace this call created."""
     run_id = opts.run or _run_name(opts.task, opts.agent)
     workspace = _workspace(opts, data_dir, run_id)
     try:
-        host = _open_host(opts, data_dir, (opts.task, run_id))
-    except ValueError as exc:  # unknown task, bad or taken run name
+        host = _open_host(opts, data_dir, (opts.task, run_id), resume=False)
+    except (ValueError, StoreError, OSError) as exc:  # unknown task, bad run name or data dir
         raise AgentError(str(exc)) from None
+    created = not workspace.exists()
     try:
         if host.store.get_run(run_id) is not None:
             raise AgentError(f"run {run_id!r} exists already; give a new --run name")
@@ -210,79 +204,50 @@ def _prepare(
             workspace=workspace,
             state_dir=workspace / ".agent",
             prompt=prompt,
-            server=_server_launch(opts, data_dir, run_id),
+            server=local_launch(
+                task=opts.task,
+                run=run_id,
+                data_dir=data_dir,
+                tasks_dirs=opts.tasks_dirs,
+                isolation=opts.isolation,
+                workers=opts.workers,
+            ),
             model=opts.model,
             effort=opts.effort,
         )
-        try:
-            inv = provider.invocation(task, env)
-        except Unsupported as exc:
-            raise AgentError(str(exc)) from None
-        baseline = host.tasks[opts.task].baseline_dir
+        inv = provider.invocation(task, env)
+        workspace.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(
+            host.tasks[opts.task].baseline_dir,
+            workspace / "program",
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        )
+        (workspace / "TASK.md").write_text(prompt)
+        write_files(inv)
         host.prepare_run()
-    except HostError as exc:
-        raise AgentError(exc.message) from None
+    except BaseException as exc:
+        if workspace.is_dir():
+            if created:
+                shutil.rmtree(workspace, ignore_errors=True)
+            else:  # it was given empty: leave it empty
+                for entry in workspace.iterdir():
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry, ignore_errors=True)
+                    else:
+                        entry.unlink(missing_ok=True)
+        if isinstance(exc, Unsupported):
+            raise AgentError(str(exc)) from None
+        if isinstance(exc, HostError):
+            raise AgentError(exc.message) from None
+        if isinstance(exc, OSError):
+            raise AgentError(f"cannot write the workspace {workspace}: {exc}") from None
+        raise
     finally:
         host.close()
-    workspace.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(
-        baseline, workspace / "program", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-    )
-    (workspace / "TASK.md").write_text(prompt)
-    write_files(inv)
     return task, inv
 
 
 # ---------------------------------------------------------------- the process
-
-
-class _Pump(threading.Thread):
-    """Copy one pipe into a file, keeping at most ``cap`` bytes, draining the rest."""
-
-    def __init__(self, pipe: IO[bytes], path: Path, cap: int = LOG_CAP) -> None:
-        super().__init__(name=f"agent-log-{path.name}", daemon=True)
-        self.pipe, self.path, self.cap = pipe, path, cap
-        self.written = 0
-        self.dropped = 0
-
-    def run(self) -> None:
-        with self.path.open("wb") as out:
-            while chunk := os.read(self.pipe.fileno(), 65536):
-                keep = chunk[: max(0, self.cap - self.written)]
-                if keep:
-                    out.write(keep)
-                    out.flush()
-                self.written += len(keep)
-                self.dropped += len(chunk) - len(keep)
-        self.pipe.close()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop_group(proc: subprocess.Popen[bytes], kill_after: float) -> None:
-    """SIGTERM the process group of ``proc``, SIGKILL it after ``kill_after`` seconds,
-    and wait (bounded) until no process of the group is left."""
-    pgid = proc.pid
-    if _group_alive(pgid):
-        os.killpg(pgid, signal.SIGTERM)
-        end = time.monotonic() + kill_after
-        while time.monotonic() < end and _group_alive(pgid):
-            proc.poll()  # reap the leader so it does not count as alive
-            time.sleep(0.05)
-    if _group_alive(pgid):
-        os.killpg(pgid, signal.SIGKILL)
-    proc.wait()
-    end = time.monotonic() + GROUP_GONE_SECONDS
-    while time.monotonic() < end and _group_alive(pgid):
-        time.sleep(0.05)
 
 
 def _supervise(proc: subprocess.Popen[bytes], store: Store, opts: AgentOptions, run_id: str) -> str:
@@ -314,6 +279,14 @@ def _shown_argv(inv: Invocation, prompt: str) -> list[str]:
     return ["<prompt: TASK.md>" if a == prompt else a for a in inv.argv]
 
 
+@dataclass
+class _Ended:
+    reason: str
+    exit_code: int | None = None
+    seconds: float = 0.0
+    message: str = ""
+
+
 def _launch(
     opts: AgentOptions,
     task: AgentTask,
@@ -321,8 +294,8 @@ def _launch(
     env: dict[str, str],
     store: Store,
     log_dir: Path,
-) -> tuple[str, int | None, float, str, dict[str, int]]:
-    started = time.monotonic()
+) -> _Ended:
+    """Run the CLI to its end or its stop; record ``agent_started`` and ``agent_ended``."""
     store.add_event(
         task.run_id,
         "agent_started",
@@ -334,6 +307,7 @@ def _launch(
             "env": sorted(env),
         },
     )
+    started = time.monotonic()
     try:
         proc = subprocess.Popen(
             inv.argv,
@@ -346,37 +320,46 @@ def _launch(
             close_fds=True,
         )
     except OSError as exc:
-        return "failed_to_start", None, 0.0, f"cannot run {inv.argv[0]}: {exc.strerror}", {}
+        ended = _Ended("failed_to_start", message=f"cannot run {inv.argv[0]}: {exc.strerror}")
+        store.add_event(task.run_id, "agent_ended", {"agent": opts.agent, **ended.__dict__})
+        return ended
     assert proc.stdout is not None and proc.stderr is not None
-    pumps = [
-        _Pump(proc.stdout, log_dir / "stdout.jsonl"),
-        _Pump(proc.stderr, log_dir / "stderr.log"),
-    ]
+    pumps = [Pump(proc.stdout, log_dir / "stdout.jsonl"), Pump(proc.stderr, log_dir / "stderr.log")]
     for p in pumps:
         p.start()
+    ended = _Ended("interrupted")
     try:
-        reason = _supervise(proc, store, opts, task.run_id)
+        ended.reason = _supervise(proc, store, opts, task.run_id)
     except KeyboardInterrupt:
-        reason = "interrupted"
+        pass
     finally:
-        stop_group(proc, opts.kill_after)
-        for p in pumps:
-            p.join(GROUP_GONE_SECONDS)
-    sizes = {
-        "stdout_bytes": pumps[0].written,
-        "stderr_bytes": pumps[1].written,
-        "dropped_bytes": pumps[0].dropped + pumps[1].dropped,
-    }
-    message = ""
-    if reason == "failed_to_start":
-        message = _last_word(log_dir) or f"exit code {proc.returncode}"
-    return reason, proc.returncode, time.monotonic() - started, message, sizes
+        with blocked_signals():  # a second Ctrl-C must not leave the CLI running
+            stop_session(proc, opts.kill_after)
+            for p in pumps:
+                p.join(GONE_SECONDS)
+            ended.exit_code = proc.returncode
+            ended.seconds = round(time.monotonic() - started, 3)
+            if ended.reason == "failed_to_start":
+                ended.message = _last_word(log_dir) or f"exit code {proc.returncode}"
+            _wait_for_owners(store, task.run_id)
+            store.add_event(
+                task.run_id,
+                "agent_ended",
+                {
+                    "agent": opts.agent,
+                    **ended.__dict__,
+                    "stdout_bytes": pumps[0].written,
+                    "stderr_bytes": pumps[1].written,
+                    "dropped_bytes": pumps[0].dropped + pumps[1].dropped,
+                },
+            )
+    return ended
 
 
-def _wait_for_owners(store: Store, run_id: str, timeout: float = GROUP_GONE_SECONDS) -> None:
+def _wait_for_owners(store: Store, run_id: str, timeout: float = OWNER_GONE_SECONDS) -> None:
     """Wait (bounded) until no live server holds the run's unfinished work, so the host
-    that judges can take it over. A server the CLI started outside its process group
-    exits once its stdin closes; one still alive after this finishes the work itself."""
+    that judges can take it over. A server that left the CLI's session exits once its
+    stdin closes; one still alive after this finishes the work itself."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         run = store.get_run(run_id)
@@ -415,27 +398,29 @@ def _last_word(log_dir: Path) -> str:
 # ---------------------------------------------------------------- judging
 
 
-def _fallback(host: Host, run_id: str) -> list[str]:
-    """The agent's best complete submissions by public score, for a run it left open."""
-    run = host.store.get_run(run_id)
+def _fallback(store: Store, run_id: str) -> list[str]:
+    """Candidates for a run its agent left open (rule: :func:`fallback_candidates`)."""
+    run = store.get_run(run_id)
     assert run is not None
     task = Task.model_validate_json(run.task_json)  # the task as the run started
-    done = [s for s in host.store.list_submissions(run_id) if s.state == "complete"]
-    sign = 1.0 if task.score.direction == "maximize" else -1.0
-    done.sort(key=lambda s: (s.score is None, -sign * (s.score or 0.0), -s.ordinal))
-    return [s.id for s in done[: task.validation.candidates]]
+    done = [
+        (CandidateScore(s.id, s.score, s.policy_failures or 0), s.program_digest)
+        for s in store.list_submissions(run_id)
+        if s.state == "complete"
+    ]
+    return fallback_candidates(done, task.score.direction, task.validation.candidates)
 
 
 def _judge(opts: AgentOptions, data_dir: Path, outcome: AgentOutcome) -> None:
-    with _open_host(opts, data_dir, None) as host:  # takes over what the server left
-        run_id = outcome.run_id
+    run_id = outcome.run_id
+    with _open_host(opts, data_dir, None, resume=run_id) as host:  # what the server left
         for sub in host.store.list_submissions(run_id):
             if sub.state in PENDING:
                 host.wait(run_id, sub.id, opts.judge_timeout)
         run = host.store.get_run(run_id)
         assert run is not None
         if run.state == "open":
-            candidates = _fallback(host, run_id)
+            candidates = _fallback(host.store, run_id)
             if not candidates:
                 outcome.message = (
                     outcome.message or "no complete submission to judge; the run stays open"
@@ -460,7 +445,11 @@ def _judge(opts: AgentOptions, data_dir: Path, outcome: AgentOutcome) -> None:
 
 
 def run_agent(opts: AgentOptions) -> AgentOutcome:
-    """Launch ``opts.agent`` on a new run of ``opts.task``, stop it, judge the run."""
+    """Launch ``opts.agent`` on a new run of ``opts.task``, stop it, judge the run.
+
+    Bad input raises :class:`AgentError` before anything is created. Once the run
+    exists, every outcome (including a fault while judging) is returned, and the
+    CLI's whole session is stopped whatever happens, SIGTERM to the launcher too."""
     provider = PROVIDERS.get(opts.agent)
     if provider is None:
         raise AgentError(f"unknown agent {opts.agent!r}; choose one of {', '.join(PROVIDERS)}")
@@ -471,30 +460,27 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
     if problem:
         raise AgentError(problem)
     data_dir = opts.data_dir.expanduser().resolve()
-    task, inv = _prepare(opts, provider, env, data_dir)
-    env = {**env, **inv.env}
-    store = Store(data_dir)
-    try:
-        log_dir = store.run_dir(task.run_id) / "agent"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        reason, code, seconds, message, sizes = _launch(opts, task, inv, env, store, log_dir)
-        _wait_for_owners(store, task.run_id)
-        store.add_event(
-            task.run_id,
-            "agent_ended",
-            {"agent": opts.agent, "reason": reason, "exit_code": code, "seconds": seconds, **sizes},
+    with signals_interrupt():
+        task, inv = _prepare(opts, provider, env, data_dir)
+        store = Store(data_dir)
+        try:
+            log_dir = store.run_dir(task.run_id) / "agent"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            ended = _launch(opts, task, inv, {**env, **inv.env}, store, log_dir)
+        finally:
+            store.close()
+        outcome = AgentOutcome(
+            run_id=task.run_id,
+            agent=opts.agent,
+            reason=ended.reason,
+            workspace=task.workspace,
+            exit_code=ended.exit_code,
+            seconds=ended.seconds,
+            message=ended.message,
         )
-    finally:
-        store.close()
-    outcome = AgentOutcome(
-        run_id=task.run_id,
-        agent=opts.agent,
-        reason=reason,
-        workspace=task.workspace,
-        exit_code=code,
-        seconds=round(seconds, 3),
-        message=message,
-    )
-    if reason != "interrupted":
-        _judge(opts, data_dir, outcome)
+        if ended.reason != "interrupted":
+            try:
+                _judge(opts, data_dir, outcome)
+            except JUDGE_FAULTS as exc:
+                outcome.message = f"judging stopped: {getattr(exc, 'message', None) or exc}"
     return outcome

@@ -37,7 +37,7 @@ class Scripted:
             "--",
             task.prompt,
         )
-        return Invocation(argv, {config: render("claude", task.server)}, config=config)
+        return Invocation(argv, {config: render("claude", task.server)})
 
     def preflight(self, env: Mapping[str, str]) -> str | None:
         return None
