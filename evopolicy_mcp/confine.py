@@ -67,6 +67,10 @@ class ProcessLimits:
     cpu_seconds: int = 60
     open_files: int = 64
     file_bytes: int = 64 << 20
+    # The scratch directory's quota, its copy of the program included: a tmpfs of its own
+    # (the sandbox's ``disk`` layer; without it only ``file_bytes`` bounds each file).
+    disk_bytes: int = 256 << 20
+    disk_files: int = 4096
 
 
 def apply_limits(limits: ProcessLimits) -> None:

@@ -1,4 +1,4 @@
-"""Linux interfaces of the sandbox through ctypes: Landlock, namespaces, capabilities, seccomp.
+"""Linux interfaces of the sandbox via ctypes: Landlock, namespaces, mounts, capabilities, seccomp.
 
 Only the mechanisms live here; what a policy process may reach is decided in
 :mod:`evopolicy_mcp.sandbox`. Every function raises OSError with the
@@ -39,12 +39,15 @@ __all__ = [
     "denied_calls",
     "drop_capabilities",
     "enter_empty_namespaces",
+    "enter_private_mounts",
     "install_filter",
     "landlock_abi",
+    "mount_tmpfs",
     "path_rule",
     "restrict_self",
     "seccomp_filter",
     "set_no_new_privs",
+    "unmount",
 ]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -121,9 +124,32 @@ def restrict_self(ruleset: int) -> None:
     _check(_libc.syscall(_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
 
 
-# -- namespaces and capabilities -----------------------------------------------
+# -- namespaces, mounts and capabilities ---------------------------------------
 
-CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x08000000, 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+CLONE_NEWNET = 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 2, 4, 8, 32, 1 << 14, 1 << 18
+MNT_DETACH = 2
+# source, target, type, flags (an unsigned long), options
+_libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+
+def _unshare(flags: int) -> bool:
+    """Unshare ``flags`` in the calling single-threaded process; True if that took a new
+    user namespace (one mapping the caller's own uid and gid), as it does without root."""
+    if _libc.unshare(flags) == 0:
+        return False
+    uid, gid = os.geteuid(), os.getegid()
+    _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare")
+    maps = {"setgroups": "deny", "uid_map": f"{uid} {uid} 1", "gid_map": f"{gid} {gid} 1"}
+    for name, text in maps.items():
+        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+    return True
 
 
 def enter_empty_namespaces() -> str:
@@ -132,18 +158,34 @@ def enter_empty_namespaces() -> str:
     As root they are created directly; otherwise inside a new user namespace
     that maps the caller's own uid and gid.
     """
-    if _libc.unshare(CLONE_NEWNET | CLONE_NEWIPC) == 0:
-        return "new network and IPC namespace"
-    uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
-    maps = {"setgroups": "deny", "uid_map": f"{uid} {uid} 1", "gid_map": f"{gid} {gid} 1"}
-    for name, text in maps.items():
-        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
-        try:
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)
-    return "new user, network and IPC namespace"
+    user = _unshare(CLONE_NEWNET | CLONE_NEWIPC)
+    return f"new {'user, ' if user else ''}network and IPC namespace"
+
+
+def enter_private_mounts() -> str:
+    """Move the calling single-threaded process into a mount namespace of its own.
+
+    Every mount in it is made private first, so nothing mounted afterwards
+    propagates to the machine's mount table, and the namespace with all its
+    mounts goes away when its last process ends.
+    """
+    user = _unshare(CLONE_NEWNS)
+    _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount(MS_PRIVATE)")
+    return f"private {'user and ' if user else ''}mount namespace"
+
+
+def mount_tmpfs(path: str, size: int, inodes: int, *, remount: bool = False) -> None:
+    """A tmpfs of at most ``size`` bytes and ``inodes`` files and directories on ``path``
+    (mode 0700, no set-uid, devices or executables); ``remount`` changes the two limits."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (MS_REMOUNT if remount else 0)
+    options = f"size={size},nr_inodes={inodes}" + ("" if remount else ",mode=700")
+    where = os.fsencode(path)
+    _check(_libc.mount(b"tmpfs", where, b"tmpfs", flags, options.encode()), f"mount {path}")
+
+
+def unmount(path: str) -> None:
+    """Detach the mount on ``path``; it is freed once nothing uses it any more."""
+    _check(_libc.umount2(os.fsencode(path), MNT_DETACH), f"umount {path}")
 
 
 class _CapHeader(ctypes.Structure):

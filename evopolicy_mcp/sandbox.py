@@ -9,6 +9,13 @@ Layers, each detected by :func:`probe` and chosen by :class:`Isolation`:
   $HOME, the rest of /tmp, the tasks, the agent's workspace, other processes'
   /proc entries. Landlock does not cover metadata: ``stat`` of any path works,
   and chmod/chown/utime/xattr are left to the ``syscalls`` layer.
+- ``disk``: the template moves itself once into a private mount namespace and
+  mounts a tmpfs of its own on each episode's scratch directory, as big as
+  :class:`~evopolicy_mcp.confine.ProcessLimits` says (``disk_bytes``,
+  ``disk_files``), before the episode's process is forked: filling it ends in
+  ENOSPC for that episode alone, nothing reaches the machine's disk, and
+  unmounting it at the end frees everything. The mounts never show in the
+  machine's mount table and go away with the template.
 - ``network``: the template moves itself once into a new network and IPC
   namespace with no interface up; its policy processes inherit it, so an
   episode pays nothing for it (creating one per process costs ~0.8 ms here).
@@ -34,15 +41,17 @@ import os
 import socket
 import stat
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evopolicy_mcp import linux
+from evopolicy_mcp.confine import ProcessLimits
 
 __all__ = ["LAYERS", "Isolation", "Layer", "Probe", "Sandbox", "SandboxError", "prepare", "probe"]
 
-LAYERS = ("filesystem", "network", "signals", "privileges", "syscalls")
+LAYERS = ("filesystem", "disk", "network", "signals", "privileges", "syscalls")
 
 READ_ONLY = linux.READ_FILE | linux.READ_DIR
 RUNTIME = linux.EXECUTE | READ_ONLY
@@ -69,6 +78,7 @@ class Isolation:
     """
 
     filesystem: bool = True
+    disk: bool = True
     network: bool = True
     signals: bool = True
     privileges: bool = True
@@ -78,7 +88,14 @@ class Isolation:
 
     @classmethod
     def none(cls) -> Isolation:
-        return cls(False, False, False, False, False)
+        return cls(
+            filesystem=False,
+            disk=False,
+            network=False,
+            signals=False,
+            privileges=False,
+            syscalls=False,
+        )
 
     def requested(self) -> list[str]:
         return [name for name in LAYERS if getattr(self, name)]
@@ -154,15 +171,45 @@ def _describe(tried: dict[str, tuple[bool, str]]) -> Probe:
         text += "; run as root, or allow unprivileged user namespaces (sysctl "
         text += "kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)"
     layers["network"] = Layer("network", ok, text)
+    ok, text = tried.get("disk", (False, "not tried"))
+    quota = ProcessLimits()
+    if ok:
+        text = (
+            f"each episode's scratch directory is a tmpfs of its own, at most "
+            f"{quota.disk_bytes >> 20} MiB and {quota.disk_files} files ({text})"
+        )
+    else:
+        text += (
+            "; mounting needs root or unprivileged user namespaces: without it only each "
+            f"file's size is bounded ({quota.file_bytes >> 20} MiB), not a policy's disk use"
+        )
+    layers["disk"] = Layer("disk", ok, text)
     for name in ("privileges", "syscalls"):
         layers[name] = Layer(name, *tried.get(name, (False, "not tried")))
     notes = []
     if os.geteuid() == 0:
+        closed = _closed_to_others(sys.base_prefix)
+        why = f", which could not run the Python runtime ({closed} is closed to others)"
+        why = why if closed else ""
         notes.append(
-            "policy processes run as uid 0: root-owned files are theirs wherever a layer "
-            "is missing; prefer running the server as an ordinary user"
+            "policy processes run as uid 0, the server's: they are not moved to an "
+            f"unprivileged uid{why}; root-owned files are theirs wherever a layer is "
+            "missing; prefer running the server as an ordinary user"
         )
     return Probe({name: layers[name] for name in LAYERS}, abi, notes)
+
+
+def _closed_to_others(path: str) -> str | None:
+    """The first directory on the way to ``path`` that other users cannot enter, if any."""
+    here = "/"
+    for part in os.path.realpath(path).strip("/").split("/"):
+        here = os.path.join(here, part)
+        try:
+            if not os.stat(here).st_mode & stat.S_IXOTH:
+                return here
+        except OSError:
+            return None
+    return None
 
 
 def _try_in_child() -> dict[str, tuple[bool, str]]:
@@ -172,8 +219,9 @@ def _try_in_child() -> dict[str, tuple[bool, str]]:
     if pid == 0:  # pragma: no cover - runs in the child
         os.close(r)
         results: dict[str, tuple[bool, str]] = {}
-        for name, attempt in (
+        for name, attempt in (  # in the template's order: privileges go after the mounts
             ("network", linux.enter_empty_namespaces),
+            ("disk", _try_disk),
             ("privileges", _try_privileges),
             ("landlock", _try_landlock),
             ("syscalls", _try_syscalls),
@@ -192,6 +240,30 @@ def _try_in_child() -> dict[str, tuple[bool, str]]:
         return {name: (bool(ok), str(text)) for name, (ok, text) in json.loads(data).items()}
     except ValueError:
         return {}
+
+
+def _try_disk() -> str:
+    how = linux.enter_private_mounts()
+    path = tempfile.mkdtemp(prefix="evopolicy-probe-")
+    try:
+        linux.mount_tmpfs(path, 64 << 10, 8)
+        try:
+            fd = os.open(os.path.join(path, "fill"), os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                for _ in range(4):
+                    os.write(fd, bytes(64 << 10))
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+        else:
+            raise OSError(errno.EIO, "a tmpfs took more than its size")
+        finally:
+            linux.unmount(path)
+    finally:
+        os.rmdir(path)
+    return how
 
 
 def _try_privileges() -> str:
@@ -268,6 +340,7 @@ class Sandbox:
         abi = found.landlock_abi
         self.fs = linux.FS_BY_ABI.get(abi, linux.FS_ALL) if "filesystem" in use else 0
         self.network = "network" in use
+        self.disk = "disk" in use
         self.privileges = "privileges" in use
         self.filter = linux.seccomp_filter() if "syscalls" in use else None
         net = linux.NET_TCP if abi >= 4 and self.network else 0
@@ -370,6 +443,8 @@ def prepare(isolation: Isolation, found: Probe | None = None) -> Sandbox:
         raise SandboxError(f"strict isolation, but layers are missing: {reasons}")
     if sandbox.network:
         linux.enter_empty_namespaces()
+    if sandbox.disk:  # after the network: without root, inside the same user namespace
+        linux.enter_private_mounts()
     if sandbox.fs:
         sandbox.open_rules()
     return sandbox

@@ -33,9 +33,7 @@ def _fmt(score: float | None) -> str:
     return f"{score:.6g}" if _usable(score) else "no score"
 
 
-def _rank_key(
-    c: CandidateScore, sign: float, position: int
-) -> tuple[int, float, int, int]:
+def _rank_key(c: CandidateScore, sign: float, position: int) -> tuple[int, float, int, int]:
     if not _usable(c.score):
         return (1, 0.0, c.policy_failures, position)
     assert c.score is not None

@@ -12,6 +12,13 @@ reparented here and killed when its episode ends; it dies with the host
 the host hears that an episode's process exited, no process of that episode
 remains.
 
+Each spare gets its scratch directory when it is forked. With the sandbox's
+``disk`` layer that is a tmpfs of the quota in
+:class:`~evopolicy_mcp.confine.ProcessLimits`, mounted in the template's
+private mount namespace (remounted at hand-over should the episode ask for
+another quota) and unmounted once its episode is reaped and swept: an
+episode that fills it fills nothing else, and nothing of it is left.
+
 The template never reads a program's files, so a policy process's memory
 holds no program but its own (it could read its memory; other programs, other
 runs' included, must not be there).
@@ -35,7 +42,7 @@ import sys
 import tempfile
 from typing import Any
 
-from evopolicy_mcp import confine, sandbox
+from evopolicy_mcp import confine, linux, sandbox
 from evopolicy_mcp.child import run_policy, warm_up
 
 __all__ = ["main"]
@@ -73,21 +80,36 @@ class Template:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.children_file = f"/proc/self/task/{os.getpid()}/children"
         self.spare: tuple[int, socket.socket] | None = None
+        self.spare_failed = False  # the last idle fork failed: wait for news before retrying
+        self.scratch: dict[int, str] = {}  # pid of a spare or episode leader -> its scratch dir
+        self.spares_made = 0
+        # The scratch quota new spares get (the disk layer), or None: plain directories.
+        default = confine.ProcessLimits()
+        use_disk = box is not None and box.disk
+        self.quota = (default.disk_bytes, default.disk_files) if use_disk else None
 
     # -- host requests -------------------------------------------------------
 
     def spawn(self, msg: dict[str, Any], fds: list[int]) -> None:
         episode = int(msg["id"])
-        scratch = os.path.join(self.scratch_root, str(episode))
+        spare = None
         try:
-            os.mkdir(scratch, 0o700)
             if self.spare is None:
                 self.make_spare()
             assert self.spare is not None
-            pid, sock = self.spare
-            self.spare = None
+            spare, self.spare = self.spare, None
+            pid, sock = spare
+            scratch = self.scratch[pid]
+            self.fit_quota(scratch, confine.ProcessLimits(**msg["limits"]))
             socket.send_fds(sock, [json.dumps({**msg, "scratch": scratch}).encode()], fds)
         except OSError as exc:
+            if spare is not None:  # it will be reaped as a stray; its scratch goes now
+                spare[1].close()
+                try:
+                    os.kill(spare[0], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.drop_scratch(spare[0])
             self.send({"op": "error", "id": episode, "message": f"cannot start: {exc}"})
             return
         finally:
@@ -101,11 +123,21 @@ class Template:
         """Fork the next policy process ahead of its episode, while the template is idle.
 
         The spare waits for its episode's parameters and descriptors, so the
-        fork (the largest part of starting a process) is off the critical path.
+        fork (the largest part of starting a process) and making its scratch
+        directory are off the critical path.
         """
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        template_pid = os.getpid()
-        pid = os.fork()
+        self.spares_made += 1
+        scratch = os.path.join(self.scratch_root, str(self.spares_made))
+        os.mkdir(scratch, 0o700)
+        try:
+            if self.quota is not None:
+                linux.mount_tmpfs(scratch, *self.quota)
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            template_pid = os.getpid()
+            pid = os.fork()
+        except OSError:
+            remove_scratch(scratch, self.quota is not None)
+            raise
         if pid == 0:
             try:
                 ours.close()
@@ -120,6 +152,19 @@ class Template:
             os._exit(70)
         theirs.close()
         self.spare = (pid, ours)
+        self.scratch[pid] = scratch
+
+    def fit_quota(self, scratch: str, limits: confine.ProcessLimits) -> None:
+        """Give a spare's scratch the episode's quota if it differs from the one it has."""
+        want = (limits.disk_bytes, limits.disk_files)
+        if self.quota is not None and want != self.quota:
+            linux.mount_tmpfs(scratch, *want, remount=True)
+            self.quota = want  # the next spare's as well
+
+    def drop_scratch(self, pid: int) -> None:
+        scratch = self.scratch.pop(pid, None)
+        if scratch is not None:
+            remove_scratch(scratch, self.quota is not None)
 
     def become_policy(self, sock: socket.socket, template_pid: int) -> None:
         """In a spare: wait for an episode, then confine and run its program."""
@@ -202,6 +247,7 @@ class Template:
             if self.spare is not None and pid == self.spare[0]:
                 self.spare[1].close()
                 self.spare = None
+                self.drop_scratch(pid)
             episode = self.leaders.pop(pid, None)
             if episode is not None:
                 ended.append((episode, pid, status))
@@ -210,9 +256,9 @@ class Template:
                 os.killpg(pid, signal.SIGKILL)  # the rest of its group; the pgid stays reserved
             except ProcessLookupError:
                 pass
-            self.sweep()
+            self.sweep()  # nothing of the episode is left to use its scratch directory
             self.pids.pop(episode, None)
-            shutil.rmtree(os.path.join(self.scratch_root, str(episode)), ignore_errors=True)
+            self.drop_scratch(pid)
             self.send({"op": "exited", "id": episode, "status": status})
 
     # -- loop ----------------------------------------------------------------
@@ -235,6 +281,8 @@ class Template:
             self.spare[1].close()  # a spare sees EOF and exits; sweep kills it anyway
             self.spare = None
         self.sweep()
+        for pid in list(self.scratch):
+            self.drop_scratch(pid)
         shutil.rmtree(self.scratch_root, ignore_errors=True)
         os._exit(0)
 
@@ -247,9 +295,14 @@ class Template:
         sel.register(self.control, selectors.EVENT_READ, "control")
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
-            events = sel.select(None if self.spare else SPARE_IDLE_SECONDS)
+            idle = None if self.spare or self.spare_failed else SPARE_IDLE_SECONDS
+            events = sel.select(idle)
+            self.spare_failed = False
             if not events and self.spare is None:
-                self.make_spare()
+                try:
+                    self.make_spare()
+                except OSError:  # out of processes or memory for now: a spawn tries again
+                    self.spare_failed = True
             for key, _ in events:
                 if key.data == "wake":
                     try:
@@ -278,8 +331,10 @@ class Template:
 def copy_program(source: str, target: str) -> None:
     """Contents only, no modes or times (the sandbox already forbids changing them).
 
-    The bytes move inside the kernel (copy_file_range): a program's content
-    never passes through this process's memory, which later forks inherit."""
+    The bytes move inside the kernel (sendfile, which unlike copy_file_range
+    crosses filesystems: the target is on the scratch tmpfs): a program's
+    content never passes through this process's memory, which later forks
+    inherit."""
     for directory, subdirs, files in os.walk(source):
         here = os.path.join(target, os.path.relpath(directory, source))
         os.makedirs(here, exist_ok=True)
@@ -293,12 +348,21 @@ def copy_program(source: str, target: str) -> None:
                     0o600,
                 )
                 try:
-                    while os.copy_file_range(src, dst, 1 << 30):
+                    while os.sendfile(dst, src, None, 1 << 30):
                         pass
                 finally:
                     os.close(dst)
             finally:
                 os.close(src)
+
+
+def remove_scratch(path: str, mounted: bool) -> None:
+    if mounted:
+        try:
+            linux.unmount(path)  # frees the whole tmpfs at once
+        except OSError:
+            pass
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def warm_copy() -> None:

@@ -62,9 +62,9 @@ def policy_with_act(act_body: str, *, top: str = "", init: str = "pass") -> str:
 class Kernel:
     """A runner and a snapshot store: what the host gives an evaluation."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, runner: Runner | None = None) -> None:
         self.store = store
-        self.runner = Runner()
+        self.runner = runner or Runner()
 
     def close(self) -> None:
         self.runner.close()
@@ -105,6 +105,20 @@ class Kernel:
     def only(self, source: str | Program, task: Task | str = "cartpole") -> EpisodeSummary:
         """The summary of a one-episode evaluation."""
         return self.evaluate(source, task, 1).episodes[0]
+
+    def hostile(
+        self, source: str | Program, task: Task | str, episodes: int = 1, **options: Any
+    ) -> Feedback:
+        """Evaluate a hostile program, then check that the next episode on the same runner
+        is unaffected: a healthy controller right after it balances CartPole for all 500
+        steps, as it does on a fresh runner."""
+        feedback = self.evaluate(source, task, episodes, **options)
+        self.assert_healthy()
+        return feedback
+
+    def assert_healthy(self) -> None:
+        good = self.only(GOOD_CARTPOLE, "cartpole")
+        assert (good.status, good.steps, good.episode_return) == ("ok", 500, 500.0), good
 
 
 def comparable(feedback: Feedback) -> dict[str, Any]:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kernel_support import SECRET, with_limits
+from kernel_support import Kernel, with_limits
 
-from evopolicy_mcp.evaluation import evaluate, jobs_for
 from evopolicy_mcp.pids import pids_root
 from evopolicy_mcp.runner import Runner
-from evopolicy_mcp.snapshot import capture_files
 
 pytestmark = pytest.mark.skipif(pids_root() is None, reason="no writable pids cgroup here")
 
@@ -41,13 +39,11 @@ class Policy:
 
 
 def test_a_fork_bomb_stops_at_the_process_limit_and_the_next_episode_runs(tmp_path: Path) -> None:
-    runner = Runner(max_processes=LIMIT)
+    kernel = Kernel(tmp_path / "store", Runner(max_processes=LIMIT))
+    runner = kernel.runner
     try:
         task = with_limits("cartpole", startup_seconds=30.0)
-        program = capture_files({"policy.py": BOMB}, tmp_path / "store")
-        feedback = evaluate(
-            program, task, jobs_for(task, "train", [0, 1], SECRET), runner=runner, workers=1
-        )
+        feedback = kernel.hostile(BOMB, task, 2)
         assert runner.process_limit == LIMIT
         made = []
         for episode in feedback.episodes:
@@ -58,4 +54,4 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_the_next_episode_runs(tmp_pa
         assert 0 < made[0] < LIMIT and all(m < LIMIT for m in made), made
         runner.settle()
     finally:
-        runner.close()
+        kernel.close()

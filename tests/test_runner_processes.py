@@ -99,7 +99,7 @@ def test_processes_forked_by_a_policy_do_not_outlive_the_episode(kernel: Kernel,
     source = policy_with_act(
         body, top=f"{IMPORTS}\nMARK = {marker!r}\n{EXEC_SLEEPER}", init="self.forked = False"
     )
-    feedback = kernel.evaluate(source, with_limits(FAST, act_seconds=5.0), 2)
+    feedback = kernel.hostile(source, with_limits(FAST, act_seconds=5.0), 2)
     kernel.runner.settle()
     left = []
     for summary in feedback.episodes:
@@ -314,7 +314,7 @@ def test_a_policy_cannot_turn_its_episode_into_a_host_fault_by_killing_the_templ
             top=IMPORTS,
         )
         try:
-            feedback = own.evaluate(source, FAST, 2)
+            feedback = own.hostile(source, FAST, 2)
         except EvaluationAborted as exc:
             pytest.fail(f"the policy aborted its own evaluation: {exc}")
         for summary in feedback.episodes:

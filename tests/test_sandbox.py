@@ -16,16 +16,19 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from kernel_support import Kernel, policy_with_act, with_limits
+from kernel_support import GOOD_CARTPOLE, Kernel, assert_failed, policy_with_act, with_limits
 
 from evopolicy_mcp import linux, sandbox
+from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.evaluation import evaluate
 from evopolicy_mcp.feedback import EpisodeSummary
+from evopolicy_mcp.runner import Failure
 from evopolicy_mcp.snapshot import capture_files
 from evopolicy_mcp.store import DB_NAME, Store
 
@@ -186,6 +189,157 @@ def test_each_episode_gets_a_private_scratch_directory_it_can_read_and_write(
         assert not [name for name, v in found.items() if not v.startswith("ALLOWED")], found
 
 
+QUOTA = ProcessLimits()
+# Fills its scratch directory with 1 MiB files, then with empty ones, each loop bounded at
+# twice the quota should the quota not hold; reports what it made, the errno that stopped
+# it and how much free space /tmp (the machine's disk) lost meanwhile; frees a file and
+# writes again.
+FILL = f"""\
+import os, time
+
+QUOTA, FILES = {QUOTA.disk_bytes}, {QUOTA.disk_files}
+
+
+def fill(size, count, catch):
+    made = written = 0
+    try:
+        for n in range(count):
+            fd = os.open(f"fill-{{size}}-{{n}}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            made += 1
+            try:
+                data = memoryview(b"x" * size)
+                while data:
+                    done = os.write(fd, data)
+                    written += done
+                    data = data[done:]
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        if not catch:
+            raise
+        return made, written, exc.errno
+    return made, written, None
+
+
+def fill_scratch(catch=True):
+    before = os.statvfs("/tmp")
+    print("BYTES", *fill(1 << 20, 2 * QUOTA >> 20, catch), flush=True)
+    print("FILES", *fill(0, 2 * FILES, catch), flush=True)
+    print("DROP", (before.f_bavail - os.statvfs("/tmp").f_bavail) * before.f_frsize, flush=True)
+    os.remove(f"fill-{{1 << 20}}-0")
+    print("RECOVERED", fill(1000, 1, catch)[1] == 1000, flush=True)
+    print("FULL", time.time(), flush=True)
+"""
+
+
+def filler(make_policy: str) -> str:
+    """A CartPole controller whose make_policy runs ``make_policy`` first."""
+    return f"{FILL}\n{GOOD_CARTPOLE}\n" + (
+        f"def make_policy(context):\n    {make_policy}\n    return Controller()\n"
+    )
+
+
+def fill_report(output: EpisodeSummary | str) -> dict[str, list[str]]:
+    """The reports of FILL by their first word, from a summary's output or a process's."""
+    text = output if isinstance(output, str) else output.stderr or ""
+    lines = [line.split() for line in text.splitlines()]
+    return {line[0]: line[1:] for line in lines if line and line[0].isupper()}
+
+
+def scratch_mounts(pid: int) -> list[str]:
+    """Mount points of scratch tmpfs mounts as the process ``pid`` sees them."""
+    with open(f"/proc/{pid}/mountinfo") as f:
+        found = [line.split() for line in f if " - tmpfs " in line]
+    return [fields[4] for fields in found if "/evopolicy-scratch-" in fields[4]]
+
+
+@needs("disk")
+def test_filling_the_scratch_directory_ends_at_its_quota_for_that_episode_alone(
+    kernel: Kernel,
+) -> None:
+    fill_only = with_limits(FAST, startup_seconds=10.0)
+    feedback = kernel.hostile(filler("fill_scratch()"), fill_only, 2)
+    for summary in feedback.episodes:  # a harmless no-op: the episode goes on as normal
+        assert (summary.status, summary.episode_return) == ("ok", 500.0), summary
+        found = fill_report(summary)
+        made, written, stopped = map(int, found["BYTES"])
+        assert stopped == errno.ENOSPC
+        assert QUOTA.disk_bytes - (1 << 20) < written <= QUOTA.disk_bytes, written
+        files, _, stopped = map(int, found["FILES"])
+        assert stopped == errno.ENOSPC
+        # The program's copy and the directories take the rest of the files.
+        assert QUOTA.disk_files - 16 <= made + files < QUOTA.disk_files, (made, files)
+        assert int(found["DROP"][0]) < QUOTA.disk_bytes // 2, "the writes reached the disk"
+        assert found["RECOVERED"] == ["True"]
+    # The second episode had the whole quota again: the first one's files were gone.
+    assert fill_report(feedback.episodes[0])["BYTES"] == fill_report(feedback.episodes[1])["BYTES"]
+    unwise = kernel.hostile(filler("fill_scratch(catch=False)"), fill_only).episodes[0]
+    assert_failed(unwise, Failure.EXCEPTION)
+    assert "No space left on device" in (unwise.message or ""), unwise
+    kernel.runner.settle()
+    template = kernel.runner.template_pid
+    assert template is not None
+    assert len(scratch_mounts(template)) <= 1, "only the idle spare's scratch is mounted"
+    assert scratch_mounts(os.getpid()) == [], "the machine's mount table never shows them"
+
+
+WRITER = """\
+import os, time
+
+def make_policy(context):
+    with open("notes.bin", "wb") as f:
+        f.write(bytes(32 << 20))
+    print("WROTE", time.time(), os.path.getsize("notes.bin"), flush=True)
+    return Controller()
+"""
+
+
+@needs("disk")
+def test_a_full_scratch_directory_leaves_a_concurrent_episode_its_own(kernel: Kernel) -> None:
+    fills: list[EpisodeSummary] = []
+    hostile = threading.Thread(
+        target=lambda: fills.extend(
+            kernel.evaluate(
+                filler("fill_scratch()\n    time.sleep(0.6)"),
+                with_limits(FAST, startup_seconds=10.0),
+                2,
+            ).episodes
+        )
+    )
+    hostile.start()
+    writes: list[EpisodeSummary] = []
+    try:
+        while hostile.is_alive() or not writes:
+            writes += kernel.evaluate(GOOD_CARTPOLE + WRITER, "cartpole", 1).episodes
+    finally:
+        hostile.join()
+    assert [s.status for s in fills] == ["ok", "ok"], fills
+    for summary in writes:
+        assert (summary.status, summary.episode_return) == ("ok", 500.0), summary
+        assert fill_report(summary)["WROTE"][1] == str(32 << 20)
+    full = [float(fill_report(s)["FULL"][0]) for s in fills]
+    wrote = [float(fill_report(s)["WROTE"][0]) for s in writes]
+    assert any(f <= w <= f + 0.6 for f in full for w in wrote), "no write met a full neighbour"
+
+
+@needs("disk")
+def test_the_scratch_quota_is_the_one_the_episode_limits_give(kernel: Kernel) -> None:
+    program = kernel.program(filler("fill_scratch()"))
+    small = ProcessLimits(disk_bytes=4 << 20, disk_files=64)
+    written = []
+    for limits in (small, ProcessLimits(), small):  # each a change from the spare's quota
+        with kernel.runner.open(
+            program.path, limits, act_seconds=5.0, startup_seconds=10.0, episode_seconds=30.0
+        ) as proc:
+            proc.start({"task_id": "fill", "observation_space": {}, "action_space": {}})
+        found = fill_report(proc.output())
+        written.append((int(found["BYTES"][1]), int(found["BYTES"][0]) + int(found["FILES"][0])))
+    assert written[0] == written[2]
+    for (size, files), limits in zip(written, (small, ProcessLimits(), small), strict=True):
+        assert limits.disk_bytes - (1 << 20) < size <= limits.disk_bytes, (size, limits)
+        assert limits.disk_files - 16 <= files < limits.disk_files, (files, limits)
+
+
 @needs("filesystem", "syscalls")
 def test_a_policy_cannot_change_anything_outside_its_scratch_directory(
     kernel: Kernel, tmp_path: Path
@@ -246,6 +400,9 @@ def test_a_policy_cannot_look_into_or_signal_the_host(kernel: Kernel) -> None:
         attempt("signal the host", lambda: os.kill(HOST, signal.SIGURG))
         attempt("signal the template", lambda: os.kill(os.getppid(), signal.SIGURG))
         attempt("signal everyone", lambda: os.kill(-1, signal.SIGURG))
+        attempt("signal the host's group", lambda: os.killpg(os.getpgid(HOST), signal.SIGURG))
+        attempt("signal the template's group", lambda: os.killpg(
+            os.getpgid(os.getppid()), signal.SIGURG))
         attempt("own status", lambda: "VmRSS" in open("/proc/self/status").read())
         """,
         top=f"import signal\nHOST = {os.getpid()}",
@@ -254,7 +411,7 @@ def test_a_policy_cannot_look_into_or_signal_the_host(kernel: Kernel) -> None:
     received: list[int] = []
     previous = signal.signal(signal.SIGURG, lambda sig, frame: received.append(sig))
     try:
-        found = verdicts(kernel.only(source, FAST))
+        found = verdicts(kernel.hostile(source, FAST).episodes[0])
         time.sleep(0.05)
     finally:
         signal.signal(signal.SIGURG, previous)
@@ -264,6 +421,72 @@ def test_a_policy_cannot_look_into_or_signal_the_host(kernel: Kernel) -> None:
     )
     assert received == []
     assert found["own status"] == "ALLOWED True"
+
+
+# Raw system calls for the attacks the C library has no wrapper for; EPERM and EACCES
+# come back as PermissionError, anything else (EFAULT, ESRCH) as a plain OSError.
+PRY = """\
+import ctypes
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def call(name, *args):
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(NR[name]), *(ctypes.c_long(a) for a in args))
+    if result < 0:
+        raise OSError(ctypes.get_errno(), name)
+    return result
+
+
+class IOVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def read_memory(pid, address, size):
+    local = ctypes.create_string_buffer(size)
+    mine, theirs = IOVec(ctypes.addressof(local), size), IOVec(address, size)
+    call("process_vm_readv", pid, ctypes.addressof(mine), 1, ctypes.addressof(theirs), 1, 0)
+    return local.raw
+"""
+PTRACE_SEIZE = 0x4206  # attaches without stopping the tracee, should it ever succeed
+
+
+@needs("filesystem", "signals", "syscalls")
+def test_a_policy_cannot_trace_or_read_the_memory_of_the_host_or_the_template(
+    kernel: Kernel,
+) -> None:
+    secret = ctypes.create_string_buffer(f"SECRET-{uuid.uuid4().hex}".encode())
+    numbers = {**linux.denied_calls(), "pidfd_open": 434, "pidfd_send_signal": 424}
+    source = attacker(
+        f"""\
+        attempt("trace the host", lambda: call("ptrace", {PTRACE_SEIZE}, HOST, 0, 0))
+        attempt("trace the template", lambda: call("ptrace", {PTRACE_SEIZE}, os.getppid(), 0, 0))
+        attempt("read the host's memory", lambda: read_memory(HOST, ADDRESS, SIZE))
+        attempt("read the template's memory", lambda: read_memory(os.getppid(), ADDRESS, SIZE))
+        attempt("open the host's memory", lambda: open(f"/proc/{{HOST}}/mem", "rb"))
+        attempt("take the template's descriptor", lambda: call(
+            "pidfd_getfd", call("pidfd_open", os.getppid(), 0), 0, 0))
+        attempt("signal the host through a pidfd", lambda: call(
+            "pidfd_send_signal", call("pidfd_open", HOST, 0), signal.SIGURG, 0, 0))
+        """,
+        top=(
+            f"import signal\nNR = {numbers!r}\n{PRY}\n"
+            f"HOST, ADDRESS, SIZE = {os.getpid()}, {ctypes.addressof(secret)}, {len(secret)}\n"
+        ),
+    )
+    received: list[int] = []
+    previous = signal.signal(signal.SIGURG, lambda sig, frame: received.append(sig))
+    try:
+        feedback = kernel.hostile(source, FAST)
+        time.sleep(0.05)
+    finally:
+        signal.signal(signal.SIGURG, previous)
+    found = verdicts(feedback.episodes[0])
+    assert len(found) == 7 and set(found.values()) == {"denied PermissionError"}, found
+    assert received == []
+    assert secret.value.decode() not in feedback.model_dump_json()
 
 
 def test_lazily_imported_modules_and_numpy_work_inside_the_sandbox(kernel: Kernel) -> None:
@@ -335,16 +558,18 @@ def test_the_probe_names_every_layer_with_its_reason() -> None:
     assert all(name in text for name in sandbox.LAYERS)
 
 
-def test_strict_isolation_refuses_a_missing_layer_and_the_default_reports_it() -> None:
+@pytest.mark.parametrize("name", ["network", "disk"])
+def test_strict_isolation_refuses_a_missing_layer_and_the_default_reports_it(name: str) -> None:
     layers = dict(PROBE.layers)
-    layers["network"] = sandbox.Layer("network", False, "unshare: Operation not permitted")
+    layers[name] = sandbox.Layer(name, False, "unshare: Operation not permitted")
     crippled = sandbox.Probe(layers, PROBE.landlock_abi)
-    with pytest.raises(sandbox.SandboxError, match="network.*Operation not permitted"):
+    with pytest.raises(sandbox.SandboxError, match=f"{name}.*Operation not permitted"):
         sandbox.prepare(sandbox.Isolation(strict=True), crippled)
     lenient = sandbox.Sandbox(sandbox.Isolation(), crippled)
-    assert [layer.name for layer in lenient.missing] == ["network"]
-    assert "network" in sandbox.describe_missing(lenient.missing)
-    assert sandbox.Sandbox(sandbox.Isolation(network=False), crippled).missing == []
+    assert [layer.name for layer in lenient.missing] == [name]
+    assert name in sandbox.describe_missing(lenient.missing)
+    assert "MISSING" in crippled.text() and "Operation not permitted" in crippled.text()
+    assert sandbox.Sandbox(sandbox.Isolation(**{name: False}), crippled).missing == []
 
 
 def test_isolation_settings_survive_the_trip_to_the_template() -> None:
