@@ -118,16 +118,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from evopolicy_mcp.pids import pids_root
     from evopolicy_mcp.sandbox import Isolation, probe
 
     found = probe()
     print(found.text())
-    root = pids_root()
-    if root is not None:
-        print(f"     ok  processes   a pids cgroup caps each server's policy processes ({root})")
-    else:
-        print("missing  processes   no writable pids cgroup: a fork bomb is not bounded")
     missing = found.missing(Isolation())
     if missing:
         print(

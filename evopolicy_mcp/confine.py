@@ -71,6 +71,10 @@ class ProcessLimits:
     # (the sandbox's ``disk`` layer; without it only ``file_bytes`` bounds each file).
     disk_bytes: int = 256 << 20
     disk_files: int = 4096
+    # Where cgroups are writable (the sandbox's ``memory`` and ``processes`` layers): the
+    # episode's memory cgroup holds ``memory_bytes + disk_bytes`` (memfds, scratch and pipe
+    # contents included, all its processes together), and its pids cgroup this many processes.
+    processes: int = 64
 
 
 def apply_limits(limits: ProcessLimits) -> None:

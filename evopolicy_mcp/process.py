@@ -82,9 +82,15 @@ class _Output:
         return (bytes(self.head) + middle.encode() + bytes(tail)).decode("utf-8", "replace")
 
 
-def _describe_exit(status: int) -> tuple[Failure, str]:
+def _describe_exit(status: int, oom_killed: bool = False) -> tuple[Failure, str]:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
+        if oom_killed and sig == signal.SIGKILL:
+            return (
+                Failure.RESOURCE_LIMIT,
+                "killed by the episode's memory limit (its address-space limit plus its "
+                "scratch quota, for all its processes, memfds and scratch files together)",
+            )
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         if sig == signal.SIGXCPU:
             return Failure.RESOURCE_LIMIT, "killed by the CPU-time limit (SIGXCPU)"
@@ -264,7 +270,7 @@ class PolicyProcess:
             raise PolicyFailure(
                 Failure.PROTOCOL_ERROR, "the policy closed its action pipe and kept running"
             )
-        code, message = _describe_exit(status)
+        code, message = _describe_exit(status, self._runner._oom_kill_seen(self.episode))
         raise PolicyFailure(code, message)
 
     def _finish(self) -> None:

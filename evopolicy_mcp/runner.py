@@ -36,8 +36,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from evopolicy_mcp import cgroups
+from evopolicy_mcp.cgroups import DEFAULT_MAX_PROCESSES
 from evopolicy_mcp.confine import ProcessLimits
-from evopolicy_mcp.pids import DEFAULT_MAX_PROCESSES, ProcessGroup
 from evopolicy_mcp.process import (
     _KILLED_BY_HOST,
     EXIT_GRACE_SECONDS,
@@ -69,7 +70,6 @@ class Runner:
         self._python = python or sys.executable
         self.isolation = isolation or Isolation()
         self.max_processes = max_processes
-        self._group: ProcessGroup | None = None
         self._template_exit: int | None = None
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -81,6 +81,7 @@ class Runner:
         self._changed = threading.Condition(self._lock)
         self._live: set[int] = set()
         self._exits: dict[int, int | None] = {}
+        self._oom_killed: set[int] = set()  # reported episodes whose memory cgroup OOM-killed
         self._detached: set[int] = set()
         self._closed = False
         self._keeper: threading.Thread | None = None
@@ -125,6 +126,7 @@ class Runner:
                     str(template_end.fileno()),
                     str(os.getpid()),
                     self.isolation.to_json(),
+                    str(self.max_processes),
                 ],
                 pass_fds=(template_end.fileno(),),
                 env=policy_environment(),
@@ -138,8 +140,7 @@ class Runner:
             return
         finally:
             template_end.close()
-        # Before the template forks anything: a fork bomb in any policy stops at the limit.
-        self._group = ProcessGroup.create(proc.pid, self.max_processes)
+        # The template moves itself into its cgroups before it forks anything.
         self._control, self._proc = host_end, proc
         ready.set()
         self._dispatch(host_end, proc)
@@ -160,6 +161,8 @@ class Runner:
                     self._detached.discard(episode)
                 else:
                     self._exits[episode] = msg.get("status") if msg["op"] == "exited" else None
+                    if msg.get("oom"):
+                        self._oom_killed.add(episode)
                 self._changed.notify_all()
         # The template is gone and its children with it: every live episode ends as a host fault.
         self._template_exit = proc.wait()
@@ -189,18 +192,19 @@ class Runner:
                 proc.wait()
         if control is not None:
             control.close()
-        group = self._group
-        for _ in range(50):  # the last policy processes may take a moment to die
-            if group is None or group.current() == 0:
-                break
-            time.sleep(0.02)
-        if group is not None:
-            group.remove()
+        if proc is not None:
+            for _ in range(50):  # the last policy processes may take a moment to die
+                if cgroups.remove_runner(os.getpid(), proc.pid):
+                    break
+                time.sleep(0.02)
 
     @property
     def process_limit(self) -> int | None:
         """The cap on the template's processes, or None where no pids cgroup is available."""
-        return self.max_processes if self._group is not None else None
+        proc = self._proc
+        if proc is None or cgroups.runner_processes(os.getpid(), proc.pid) is None:
+            return None
+        return self.max_processes
 
     @property
     def template_pid(self) -> int | None:
@@ -232,6 +236,7 @@ class Runner:
                 self._detached.add(episode)
             else:
                 self._exits.pop(episode, None)
+            self._oom_killed.discard(episode)
 
     def _wait_exit(self, episode: int, timeout: float, *, kill_after: bool = False) -> int:
         """The exit status of an episode's process, as reported by the template.
@@ -252,6 +257,11 @@ class Runner:
         if status is None:
             raise RunnerError(self._template_failure())
         return status
+
+    def _oom_kill_seen(self, episode: int) -> bool:
+        """Whether the episode's memory cgroup OOM-killed one of its processes (once reported)."""
+        with self._changed:
+            return episode in self._oom_killed
 
     def _template_failure(self) -> str:
         if self._template_exit == TEMPLATE_UNISOLATED:

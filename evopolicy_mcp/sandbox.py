@@ -25,6 +25,12 @@ Layers, each detected by :func:`probe` and chosen by :class:`Isolation`:
 - ``privileges``: every capability dropped; as root the process keeps uid 0
   but can no longer raise its limits, join namespaces, mount or trace.
 - ``syscalls``: the seccomp filter of :mod:`evopolicy_mcp.linux`.
+- ``memory`` and ``processes`` (cgroups, :mod:`evopolicy_mcp.cgroups`): each
+  episode's processes share a memory cgroup of its address-space limit plus
+  its scratch quota, swap included (memfd, tmpfs and pipe contents count,
+  which ``RLIMIT_AS`` does not see; an OOM kill there ends the episode as
+  ``resource_limit``), and a pids cgroup of ``ProcessLimits.processes``
+  inside the server's cap. The template makes them when it forks a spare.
 
 :func:`prepare` runs once in the template (opens the runtime paths as O_PATH
 descriptors, builds the filter, enters the namespaces). In each forked child,
@@ -46,12 +52,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evopolicy_mcp import linux
+from evopolicy_mcp import cgroups, linux
 from evopolicy_mcp.confine import ProcessLimits
 
 __all__ = ["LAYERS", "Isolation", "Layer", "Probe", "Sandbox", "SandboxError", "prepare", "probe"]
 
-LAYERS = ("filesystem", "disk", "network", "signals", "privileges", "syscalls")
+LAYERS = (
+    "filesystem",
+    "disk",
+    "network",
+    "signals",
+    "privileges",
+    "syscalls",
+    "memory",
+    "processes",
+)
+CGROUP_LAYERS = {"memory": "memory", "processes": "pids"}  # layer -> cgroup controller
 
 READ_ONLY = linux.READ_FILE | linux.READ_DIR
 RUNTIME = linux.EXECUTE | READ_ONLY
@@ -83,6 +99,8 @@ class Isolation:
     signals: bool = True
     privileges: bool = True
     syscalls: bool = True
+    memory: bool = True
+    processes: bool = True
     strict: bool = False
     hidden: tuple[str, ...] = ()
 
@@ -95,6 +113,8 @@ class Isolation:
             signals=False,
             privileges=False,
             syscalls=False,
+            memory=False,
+            processes=False,
         )
 
     def requested(self) -> list[str]:
@@ -134,6 +154,14 @@ class Probe:
     def __iter__(self) -> Iterator[Layer]:
         return iter(self.layers.values())
 
+    def lacking(self, names: Iterable[str], why: str) -> Probe:
+        """This probe with the layers ``names`` missing for ``why``, if available here."""
+        layers = dict(self.layers)
+        for name in names:
+            if layers[name].available:
+                layers[name] = Layer(name, False, f"{why} ({layers[name].detail})")
+        return Probe(layers, self.landlock_abi, self.notes)
+
 
 def describe_missing(missing: Sequence[Layer]) -> str:
     names = ", ".join(layer.name for layer in missing)
@@ -149,7 +177,7 @@ def probe() -> Probe:
     """Detect the layers by applying them in a throwaway child process. Cached."""
     global _probed
     if _probed is None:
-        _probed = _describe(_try_in_child())
+        _probed = _describe(_try_in_child() | cgroups.probe())
     return _probed
 
 
@@ -186,6 +214,29 @@ def _describe(tried: dict[str, tuple[bool, str]]) -> Probe:
     layers["disk"] = Layer("disk", ok, text)
     for name in ("privileges", "syscalls"):
         layers[name] = Layer(name, *tried.get(name, (False, "not tried")))
+    ok, text = tried.get("memory", (False, "not tried"))
+    mib = cgroups.memory_limit(quota) >> 20
+    if ok:
+        text = (
+            f"each episode's processes share a memory cgroup of their address-space limit "
+            f"plus the scratch quota ({mib} MiB by default), swap, memfds, tmpfs and pipes "
+            f"included ({text})"
+        )
+    else:
+        text += (
+            "; only each process's address space is bounded, not memfd, tmpfs or pipe "
+            "contents: run as root where cgroup v1 memory or a delegated v2 subtree is writable"
+        )
+    layers["memory"] = Layer("memory", ok, text)
+    ok, text = tried.get("pids", (False, "not tried"))
+    if ok:
+        text = (
+            f"each episode at most {quota.processes} processes, each server at most "
+            f"{cgroups.DEFAULT_MAX_PROCESSES} ({text})"
+        )
+    else:
+        text += "; RLIMIT_NPROC does not bind root: a fork bomb is not bounded while it runs"
+    layers["processes"] = Layer("processes", ok, text)
     notes = []
     if os.geteuid() == 0:
         closed = _closed_to_others(sys.base_prefix)
@@ -342,6 +393,7 @@ class Sandbox:
         self.network = "network" in use
         self.disk = "disk" in use
         self.privileges = "privileges" in use
+        self.cgroups = {CGROUP_LAYERS[name] for name in CGROUP_LAYERS if name in use}
         self.filter = linux.seccomp_filter() if "syscalls" in use else None
         net = linux.NET_TCP if abi >= 4 and self.network else 0
         scoped = linux.SCOPES if "signals" in use else 0

@@ -18,6 +18,12 @@ Each spare gets its scratch directory when it is forked. With the sandbox's
 private mount namespace (remounted at hand-over should the episode ask for
 another quota) and unmounted once its episode is reaped and swept: an
 episode that fills it fills nothing else, and nothing of it is left.
+Likewise its cgroups (the ``memory`` and ``processes`` layers,
+:mod:`evopolicy_mcp.cgroups`): made with the spare and the spare moved in
+right after the fork, their limits rewritten at hand-over only should the
+episode ask for others; after the episode is reaped and swept the template
+reads whether its memory limit OOM-killed anything (the exit report says so)
+and removes them when it is next idle.
 
 The template never reads a program's files, so a policy process's memory
 holds no program but its own (it could read its memory; other programs, other
@@ -42,7 +48,7 @@ import sys
 import tempfile
 from typing import Any
 
-from evopolicy_mcp import confine, linux, sandbox
+from evopolicy_mcp import cgroups, confine, linux, sandbox
 from evopolicy_mcp.child import run_policy, warm_up
 
 __all__ = ["main"]
@@ -70,7 +76,11 @@ SPARE_IDLE_SECONDS = 0.002  # fork the next spare once the template has been idl
 
 class Template:
     def __init__(
-        self, control: socket.socket, scratch_root: str, box: sandbox.Sandbox | None = None
+        self,
+        control: socket.socket,
+        scratch_root: str,
+        box: sandbox.Sandbox | None = None,
+        groups: cgroups.Groups | None = None,
     ) -> None:
         self.control = control
         self.scratch_root = scratch_root
@@ -87,6 +97,13 @@ class Template:
         default = confine.ProcessLimits()
         use_disk = box is not None and box.disk
         self.quota = (default.disk_bytes, default.disk_files) if use_disk else None
+        # The episode cgroups (memory, processes) of spares and episodes, by pid; the limits
+        # new spares' groups get; groups of ended episodes, removed when the template is idle.
+        self.groups = groups if groups is not None and groups.controllers else None
+        self.group_of: dict[int, cgroups.EpisodeGroup] = {}
+        self.group_limits = default
+        self.retired: list[cgroups.EpisodeGroup] = []
+        self.retire_due = False
 
     # -- host requests -------------------------------------------------------
 
@@ -100,7 +117,12 @@ class Template:
             spare, self.spare = self.spare, None
             pid, sock = spare
             scratch = self.scratch[pid]
-            self.fit_quota(scratch, confine.ProcessLimits(**msg["limits"]))
+            limits = confine.ProcessLimits(**msg["limits"])
+            self.fit_quota(scratch, limits)
+            group = self.group_of.get(pid)
+            if group is not None:
+                group.fit(limits)  # a no-op unless the limits differ from the spare's
+                self.group_limits = limits
             socket.send_fds(sock, [json.dumps({**msg, "scratch": scratch}).encode()], fds)
         except OSError as exc:
             if spare is not None:  # it will be reaped as a stray; its scratch goes now
@@ -109,7 +131,7 @@ class Template:
                     os.kill(spare[0], signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                self.drop_scratch(spare[0])
+                self.drop(spare[0])
             self.send({"op": "error", "id": episode, "message": f"cannot start: {exc}"})
             return
         finally:
@@ -124,19 +146,24 @@ class Template:
 
         The spare waits for its episode's parameters and descriptors, so the
         fork (the largest part of starting a process) and making its scratch
-        directory are off the critical path.
+        directory and cgroups are off the critical path.
         """
         self.spares_made += 1
         scratch = os.path.join(self.scratch_root, str(self.spares_made))
         os.mkdir(scratch, 0o700)
+        group = None
         try:
             if self.quota is not None:
                 linux.mount_tmpfs(scratch, *self.quota)
+            if self.groups is not None:
+                group = self.groups.episode(str(self.spares_made), self.group_limits)
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             template_pid = os.getpid()
             pid = os.fork()
         except OSError:
             remove_scratch(scratch, self.quota is not None)
+            if group is not None:
+                self.retire(group)
             raise
         if pid == 0:
             try:
@@ -151,8 +178,17 @@ class Template:
                     pass
             os._exit(70)
         theirs.close()
-        self.spare = (pid, ours)
         self.scratch[pid] = scratch
+        if group is not None:
+            self.group_of[pid] = group
+            try:  # before it can have a program: it waits for its episode first
+                group.join(pid)
+            except OSError:
+                ours.close()
+                os.kill(pid, signal.SIGKILL)  # reaped as a stray
+                self.drop(pid)
+                raise
+        self.spare = (pid, ours)
 
     def fit_quota(self, scratch: str, limits: confine.ProcessLimits) -> None:
         """Give a spare's scratch the episode's quota if it differs from the one it has."""
@@ -161,10 +197,23 @@ class Template:
             linux.mount_tmpfs(scratch, *want, remount=True)
             self.quota = want  # the next spare's as well
 
-    def drop_scratch(self, pid: int) -> None:
+    def drop(self, pid: int) -> None:
+        """Free what a spare or an ended episode had: its scratch now, its cgroups when idle."""
         scratch = self.scratch.pop(pid, None)
         if scratch is not None:
             remove_scratch(scratch, self.quota is not None)
+        group = self.group_of.pop(pid, None)
+        if group is not None:
+            self.retire(group)
+
+    def retire(self, group: cgroups.EpisodeGroup) -> None:
+        self.retired.append(group)
+        self.retire_due = True
+
+    def remove_retired(self) -> None:
+        """Remove the groups of ended episodes (rmdir); off the reap path, while idle."""
+        self.retired = [group for group in self.retired if not group.remove()]
+        self.retire_due = False  # a group still in use is tried again after the next reap
 
     def become_policy(self, sock: socket.socket, template_pid: int) -> None:
         """In a spare: wait for an episode, then confine and run its program."""
@@ -244,10 +293,11 @@ class Template:
                 break
             if pid == 0:
                 break
+            self.retire_due = self.retire_due or bool(self.retired)  # one may be empty now
             if self.spare is not None and pid == self.spare[0]:
                 self.spare[1].close()
                 self.spare = None
-                self.drop_scratch(pid)
+                self.drop(pid)
             episode = self.leaders.pop(pid, None)
             if episode is not None:
                 ended.append((episode, pid, status))
@@ -258,8 +308,10 @@ class Template:
                 pass
             self.sweep()  # nothing of the episode is left to use its scratch directory
             self.pids.pop(episode, None)
-            self.drop_scratch(pid)
-            self.send({"op": "exited", "id": episode, "status": status})
+            group = self.group_of.get(pid)
+            oom = group is not None and group.oom_kills() > 0
+            self.drop(pid)
+            self.send({"op": "exited", "id": episode, "status": status, "oom": oom})
 
     # -- loop ----------------------------------------------------------------
 
@@ -282,7 +334,8 @@ class Template:
             self.spare = None
         self.sweep()
         for pid in list(self.scratch):
-            self.drop_scratch(pid)
+            self.drop(pid)
+        self.remove_retired()
         shutil.rmtree(self.scratch_root, ignore_errors=True)
         os._exit(0)
 
@@ -295,14 +348,16 @@ class Template:
         sel.register(self.control, selectors.EVENT_READ, "control")
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
-            idle = None if self.spare or self.spare_failed else SPARE_IDLE_SECONDS
-            events = sel.select(idle)
-            self.spare_failed = False
-            if not events and self.spare is None:
+            busy = (self.spare or self.spare_failed) and not self.retire_due
+            events = sel.select(None if busy else SPARE_IDLE_SECONDS)
+            spare_failed, self.spare_failed = self.spare_failed, False
+            if not events and self.spare is None and not spare_failed:
                 try:
                     self.make_spare()
                 except OSError:  # out of processes or memory for now: a spawn tries again
                     self.spare_failed = True
+            elif not events:
+                self.remove_retired()
             for key, _ in events:
                 if key.data == "wake":
                     try:
@@ -380,6 +435,9 @@ def main() -> None:
     confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != host_pid:
         os._exit(0)  # the host died before the parent-death signal was armed
+    # Before anything is forked (the probe included): every process below counts.
+    max_processes = int(sys.argv[4]) if len(sys.argv) > 4 else cgroups.DEFAULT_MAX_PROCESSES
+    groups = cgroups.Groups.enter(host_pid, max_processes)
     confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
     # Off the first CPU, where the host's first worker thread runs: woken there, the
     # template would queue behind it. Policy processes set their own CPU.
@@ -395,18 +453,22 @@ def main() -> None:
             pass
     warm_up()
     warm_copy()
-    box = prepare_sandbox(sys.argv[3] if len(sys.argv) > 3 else None)
+    box = prepare_sandbox(sys.argv[3] if len(sys.argv) > 3 else None, groups)
+    groups.controllers = box.cgroups
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with every fork (no refcount-driven copies)
     control = socket.socket(fileno=control_fd)
-    Template(control, scratch_root, box).serve()
+    Template(control, scratch_root, box, groups).serve()
 
 
-def prepare_sandbox(isolation_json: str | None) -> sandbox.Sandbox:
+def prepare_sandbox(isolation_json: str | None, groups: cgroups.Groups) -> sandbox.Sandbox:
     """Probe and prepare the sandbox; a strict request that cannot be met ends the template."""
     isolation = sandbox.Isolation.from_json(isolation_json) if isolation_json else None
+    have = groups.available()
+    unmade = [name for name, c in sandbox.CGROUP_LAYERS.items() if c not in have]
+    found = sandbox.probe().lacking(unmade, "the template could not make its cgroups")
     try:
-        box = sandbox.prepare(isolation or sandbox.Isolation())
+        box = sandbox.prepare(isolation or sandbox.Isolation(), found)
     except (sandbox.SandboxError, OSError) as exc:
         sys.stderr.write(f"evopolicy-mcp: cannot isolate policy processes: {exc}\n")
         os._exit(78)

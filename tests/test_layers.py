@@ -36,7 +36,7 @@ TIERS: dict[str, set[str]] = {
         "evopolicy_mcp.frames",
         "evopolicy_mcp.confine",
         "evopolicy_mcp.linux",
-        "evopolicy_mcp.pids",
+        "evopolicy_mcp.cgroups",
         "evopolicy_mcp.sandbox",
         "evopolicy_mcp.child",
         "evopolicy_mcp.zygote",

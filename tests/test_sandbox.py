@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 from kernel_support import GOOD_CARTPOLE, Kernel, assert_failed, policy_with_act, with_limits
 
-from evopolicy_mcp import linux, sandbox
+from evopolicy_mcp import cgroups, linux, sandbox
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.evaluation import evaluate
 from evopolicy_mcp.feedback import EpisodeSummary
-from evopolicy_mcp.runner import Failure
+from evopolicy_mcp.runner import Failure, PolicyFailure
 from evopolicy_mcp.snapshot import capture_files
 from evopolicy_mcp.store import DB_NAME, Store
 
@@ -340,6 +340,74 @@ def test_the_scratch_quota_is_the_one_the_episode_limits_give(kernel: Kernel) ->
         assert limits.disk_files - 16 <= files < limits.disk_files, (files, limits)
 
 
+# Holds memfds of 64 MiB each, written through, up to 2 GiB (bounded on purpose should the
+# limit not hold); first it writes ``SCRATCH`` MiB to its scratch tmpfs.
+HOG = """\
+import mmap, os
+
+SCRATCH = {scratch}
+
+def make_policy(context):
+    for n in range(SCRATCH // 32):  # files of 32 MiB: RLIMIT_FSIZE is 64 MiB
+        with open(f"scratch-{{n}}.bin", "wb") as f:
+            f.write(b"s" * (32 << 20))
+    print("SCRATCH", SCRATCH, flush=True)
+    held = []
+    for n in range(32):
+        fd = os.memfd_create("hog")
+        os.ftruncate(fd, 64 << 20)
+        with mmap.mmap(fd, 64 << 20) as m:
+            m.write(b"x" * (64 << 20))
+        held.append(fd)
+        print("HELD", (n + 1) * 64, flush=True)
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        return 0
+"""
+
+
+def hog(scratch_mib: int = 0) -> str:
+    return HOG.format(scratch=scratch_mib)
+
+
+def held_mib(output: EpisodeSummary | str) -> int:
+    return max([0, *(int(n) for n in fill_report(output).get("HELD", []))])
+
+
+@needs("memory")
+def test_memfd_contents_beyond_the_memory_limit_end_the_episode_as_resource_limit(
+    kernel: Kernel,
+) -> None:
+    # 256 MiB of address space (+ the 256 MiB scratch quota): RLIMIT_AS alone let it hold 2 GiB.
+    small = with_limits(FAST, memory_mb=256, startup_seconds=20.0)
+    summary = kernel.hostile(hog(), small).episodes[0]
+    assert_failed(summary, Failure.RESOURCE_LIMIT)
+    assert "memory limit" in (summary.message or ""), summary
+    limit = cgroups.memory_limit(ProcessLimits(memory_bytes=256 << 20)) >> 20
+    assert 64 <= held_mib(summary) < limit, summary.stderr
+
+
+@needs("memory", "disk")
+def test_scratch_files_count_towards_the_memory_limit(kernel: Kernel) -> None:
+    limits = ProcessLimits(memory_bytes=256 << 20, disk_bytes=256 << 20)
+    program = kernel.program(hog(scratch_mib=192))
+    with (
+        kernel.runner.open(
+            program.path, limits, act_seconds=5.0, startup_seconds=20.0, episode_seconds=30.0
+        ) as proc,
+        pytest.raises(PolicyFailure) as failed,
+    ):
+        proc.start({"task_id": "hog", "observation_space": {}, "action_space": {}})
+    assert failed.value.code == Failure.RESOURCE_LIMIT, (failed.value, proc.output())
+    found = fill_report(proc.output())
+    assert found["SCRATCH"] == ["192"], found
+    # memfds and the scratch file share the limit (alone the memfds reach about 384 MiB)
+    assert 192 + held_mib(proc.output()) < cgroups.memory_limit(limits) >> 20, found
+    kernel.assert_healthy()
+
+
 @needs("filesystem", "syscalls")
 def test_a_policy_cannot_change_anything_outside_its_scratch_directory(
     kernel: Kernel, tmp_path: Path
@@ -558,7 +626,7 @@ def test_the_probe_names_every_layer_with_its_reason() -> None:
     assert all(name in text for name in sandbox.LAYERS)
 
 
-@pytest.mark.parametrize("name", ["network", "disk"])
+@pytest.mark.parametrize("name", ["network", "disk", "memory", "processes"])
 def test_strict_isolation_refuses_a_missing_layer_and_the_default_reports_it(name: str) -> None:
     layers = dict(PROBE.layers)
     layers[name] = sandbox.Layer(name, False, "unshare: Operation not permitted")

@@ -1,0 +1,299 @@
+"""Control groups of policy processes: a process cap per server and per episode, and a
+memory limit per episode.
+
+``RLIMIT_NPROC`` does not bind root, and ``RLIMIT_AS`` bounds what a process
+maps, not what the kernel holds for it (memfd contents, its scratch tmpfs,
+pipe buffers): cgroups bound both. Groups are made in every writable
+hierarchy that has the controller (cgroup v1 ``pids`` and ``memory``, or v2
+where the root delegates ``pids``/``memory`` in ``cgroup.subtree_control``),
+at its root, one tree per runner::
+
+    <root>/evopolicy-<host pid>-<template pid>/   pids.max: the runner's cap (all its processes)
+        template/                                 the template itself (pids hierarchies only)
+        <n>/                                      spare or episode n: its process cap and
+                                                  memory limit (see :func:`memory_limit`)
+
+The template makes its tree before it forks anything, and an episode's group
+when it forks the episode's spare, while idle (off the critical path); it
+moves the spare in right after the fork, before the spare gets its program.
+After the episode is reaped and swept it reads whether the memory limit
+OOM-killed anything there (:meth:`EpisodeGroup.oom_kills`), then removes the
+group. The runner removes the tree once the template is gone; trees of hosts
+that died outright are removed at the next start.
+
+A policy cannot leave its group only because ``/sys/fs/cgroup`` is out of its
+reach (the sandbox's ``filesystem`` layer): it runs as the server's uid, and
+without Landlock a uid 0 policy could write its pid elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from evopolicy_mcp.confine import ProcessLimits
+
+__all__ = [
+    "DEFAULT_MAX_PROCESSES",
+    "EpisodeGroup",
+    "Groups",
+    "Hierarchy",
+    "hierarchies",
+    "memory_limit",
+    "probe",
+    "remove_runner",
+    "runner_processes",
+]
+
+DEFAULT_MAX_PROCESSES = 512
+CGROUP = Path("/sys/fs/cgroup")
+CONTROLLERS = ("pids", "memory")
+_PREFIX = "evopolicy-"
+
+
+def memory_limit(limits: ProcessLimits) -> int:
+    """An episode's memory cgroup limit: its address-space limit plus its scratch quota.
+
+    Everything the episode holds counts: its processes' memory (forked children
+    share the one limit), its scratch tmpfs, memfds, pipe buffers.
+    """
+    return limits.memory_bytes + limits.disk_bytes
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A mounted cgroup hierarchy where this process can make groups."""
+
+    root: Path
+    controllers: frozenset[str]
+    v2: bool
+
+
+def hierarchies() -> list[Hierarchy]:
+    """The writable hierarchies holding the pids and memory controllers, or none."""
+    found = []
+    for name in CONTROLLERS:
+        v1 = CGROUP / name
+        if (v1 / "cgroup.procs").exists() and os.access(v1, os.W_OK):
+            found.append(Hierarchy(v1, frozenset({name}), False))
+    try:
+        enabled = set((CGROUP / "cgroup.subtree_control").read_text().split())
+    except OSError:
+        enabled = set()
+    rest = frozenset(enabled & set(CONTROLLERS)) - {c for h in found for c in h.controllers}
+    if rest and os.access(CGROUP, os.W_OK):
+        found.append(Hierarchy(CGROUP, rest, True))
+    return found
+
+
+def _write(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _set_memory(group: Path, v2: bool, limit: int) -> None:
+    """The memory limit, swap included (v1 ``memsw`` must stay >= the memory limit)."""
+    if v2:
+        _write(group / "memory.max", str(limit))
+        if (group / "memory.swap.max").exists():
+            _write(group / "memory.swap.max", "0")
+        _write(group / "memory.oom.group", "1")  # an OOM kill takes the whole episode
+        return
+    names = ["memory.limit_in_bytes"]
+    if (group / "memory.memsw.limit_in_bytes").exists():
+        names.append("memory.memsw.limit_in_bytes")
+    try:  # lowering: memory first
+        for name in names:
+            _write(group / name, str(limit))
+    except OSError:  # raising: swap first
+        for name in reversed(names):
+            _write(group / name, str(limit))
+
+
+def _remove(path: Path) -> bool:
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _remove_tree(base: Path) -> bool:
+    """Remove a runner's tree once no process is left in it; False while any remains."""
+    try:
+        children = [p for p in base.iterdir() if p.is_dir()]
+    except OSError:
+        children = []
+    done = all([_remove(child) for child in children])
+    return _remove(base) and done
+
+
+def _runner_name(host_pid: int, template_pid: int) -> str:
+    return f"{_PREFIX}{host_pid}-{template_pid}"
+
+
+def _remove_stale(root: Path) -> None:
+    """Trees of hosts that died without removing theirs."""
+    for base in root.glob(f"{_PREFIX}*"):
+        try:
+            host = int(base.name[len(_PREFIX) :].split("-")[0])
+            os.kill(host, 0)
+        except (ValueError, PermissionError):
+            continue
+        except ProcessLookupError:
+            _remove_tree(base)
+            continue
+        # the host is alive (or its pid was reused): its tree is left alone
+
+
+class EpisodeGroup:
+    """The group(s) of one spare and then its episode: one directory per hierarchy."""
+
+    def __init__(self, paths: list[tuple[Hierarchy, Path]]) -> None:
+        self.paths = paths
+        self.limits: tuple[int, int] | None = None
+
+    def fit(self, limits: ProcessLimits) -> None:
+        """Set the episode's process cap and memory limit, unless already set. OSError."""
+        want = (limits.processes, memory_limit(limits))
+        if want == self.limits:
+            return
+        for h, path in self.paths:
+            if "pids" in h.controllers:
+                _write(path / "pids.max", str(limits.processes))
+            if "memory" in h.controllers:
+                _set_memory(path, h.v2, want[1])
+        self.limits = want
+
+    def join(self, pid: int) -> None:
+        for _h, path in self.paths:
+            _write(path / "cgroup.procs", str(pid))
+
+    def oom_kills(self) -> int:
+        """How many processes the memory limit killed here so far."""
+        for h, path in self.paths:
+            if "memory" not in h.controllers:
+                continue
+            try:  # on the reap path: a raw read takes half the time of read_text
+                fd = os.open(
+                    path / ("memory.events" if h.v2 else "memory.oom_control"), os.O_RDONLY
+                )
+                try:
+                    text = os.read(fd, 4096).decode()
+                finally:
+                    os.close(fd)
+            except OSError:
+                return 0
+            fields = dict(line.split() for line in text.splitlines() if line.count(" ") == 1)
+            return int(fields.get("oom_kill", 0))
+        return 0
+
+    def remove(self) -> bool:
+        """Remove the group once its processes are gone; False while any remains."""
+        return all([_remove(path) for _h, path in self.paths])
+
+
+class Groups:
+    """One runner's tree, in the template that made it."""
+
+    def __init__(self, bases: list[tuple[Hierarchy, Path]], controllers: set[str]) -> None:
+        self.bases = bases
+        self.controllers = controllers  # what episode groups get: the sandbox's layers in use
+
+    @classmethod
+    def enter(cls, host_pid: int, max_processes: int) -> Groups:
+        """In the template, before it forks anything: make its tree and move in."""
+        bases = []
+        for h in hierarchies():
+            _remove_stale(h.root)
+            base = h.root / _runner_name(host_pid, os.getpid())
+            try:
+                base.mkdir()
+                if h.v2:  # no process may stay in base itself: template/ holds the template
+                    _write(
+                        base / "cgroup.subtree_control", " ".join(f"+{c}" for c in h.controllers)
+                    )
+                if "pids" in h.controllers:
+                    _write(base / "pids.max", str(max_processes))
+                    (base / "template").mkdir()
+                    _write(base / "template" / "cgroup.procs", str(os.getpid()))
+            except OSError:
+                _remove_tree(base)
+                continue
+            bases.append((h, base))
+        return cls(bases, set())
+
+    def available(self) -> set[str]:
+        return {c for h, _base in self.bases for c in h.controllers}
+
+    def episode(self, name: str, limits: ProcessLimits) -> EpisodeGroup | None:
+        """A new group with ``limits`` for a spare, or None if no controller is in use. OSError."""
+        paths = [
+            (Hierarchy(h.root, h.controllers & self.controllers, h.v2), base / name)
+            for h, base in self.bases
+            if h.controllers & self.controllers
+        ]
+        if not paths:
+            return None
+        group = EpisodeGroup([])
+        try:
+            for h, path in paths:
+                path.mkdir()
+                group.paths.append((h, path))
+            group.fit(limits)
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+
+def remove_runner(host_pid: int, template_pid: int) -> bool:
+    """Remove a runner's tree after its template exited; False while a process remains."""
+    found = [h.root / _runner_name(host_pid, template_pid) for h in hierarchies()]
+    return all([_remove_tree(base) for base in found if base.exists()])
+
+
+def runner_processes(host_pid: int, template_pid: int) -> Path | None:
+    """The runner's pids group (its cap covers the template and every policy), if any."""
+    for h in hierarchies():
+        base = h.root / _runner_name(host_pid, template_pid)
+        if "pids" in h.controllers and base.is_dir():
+            return base
+    return None
+
+
+def probe() -> dict[str, tuple[bool, str]]:
+    """Whether episode groups can be made here: a throwaway group per controller."""
+    found = {h_c: h for h in hierarchies() for h_c in h.controllers}
+    results: dict[str, tuple[bool, str]] = {}
+    for name in CONTROLLERS:
+        h = found.get(name)
+        if h is None:
+            why = "not writable" if (CGROUP / name).exists() else "not mounted"
+            results[name] = (
+                False,
+                f"no writable {name} cgroup (v1 {CGROUP / name}: {why}; "
+                f"v2 {CGROUP}: {name} not delegated)",
+            )
+            continue
+        trial = h.root / f"{_PREFIX}probe-{os.getpid()}"
+        try:
+            trial.mkdir(exist_ok=True)
+            try:
+                if name == "pids":
+                    _write(trial / "pids.max", "8")
+                else:
+                    _set_memory(trial, h.v2, 64 << 20)
+            finally:
+                trial.rmdir()
+        except OSError as exc:
+            results[name] = (False, f"cannot make a {name} cgroup in {h.root}: {exc}")
+            continue
+        results[name] = (True, f"cgroup {'v2' if h.v2 else 'v1'} {h.root}")
+    return results
