@@ -72,6 +72,7 @@ PRELOAD = (
 )
 MAX_CONTROL_MESSAGE = 1 << 16
 SPARE_IDLE_SECONDS = 0.002  # fork the next spare once the template has been idle this long
+RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
 
 
 class Template:
@@ -103,7 +104,6 @@ class Template:
         self.group_of: dict[int, cgroups.EpisodeGroup] = {}
         self.group_limits = default
         self.retired: list[cgroups.EpisodeGroup] = []
-        self.retire_due = False
 
     # -- host requests -------------------------------------------------------
 
@@ -149,6 +149,8 @@ class Template:
         directory and cgroups are off the critical path.
         """
         self.spares_made += 1
+        if self.retired:
+            self.remove_retired()
         scratch = os.path.join(self.scratch_root, str(self.spares_made))
         os.mkdir(scratch, 0o700)
         group = None
@@ -168,6 +170,11 @@ class Template:
         if pid == 0:
             try:
                 ours.close()
+                if group is not None:
+                    # The spare moves itself, before it can have a program: a move waits
+                    # for an RCU grace period (0.4 ms to 10 ms here), which would hold up
+                    # the template and the next spawn.
+                    group.join(os.getpid())
                 self.become_policy(theirs, template_pid)
             except BaseException as exc:
                 try:  # the operator's only clue: policy processes write nothing else here
@@ -181,13 +188,6 @@ class Template:
         self.scratch[pid] = scratch
         if group is not None:
             self.group_of[pid] = group
-            try:  # before it can have a program: it waits for its episode first
-                group.join(pid)
-            except OSError:
-                ours.close()
-                os.kill(pid, signal.SIGKILL)  # reaped as a stray
-                self.drop(pid)
-                raise
         self.spare = (pid, ours)
 
     def fit_quota(self, scratch: str, limits: confine.ProcessLimits) -> None:
@@ -208,12 +208,11 @@ class Template:
 
     def retire(self, group: cgroups.EpisodeGroup) -> None:
         self.retired.append(group)
-        self.retire_due = True
 
     def remove_retired(self) -> None:
-        """Remove the groups of ended episodes (rmdir); off the reap path, while idle."""
+        """Remove the groups of ended episodes (rmdir), off the reap path: with the next
+        spare, or after RETIRE_IDLE_SECONDS of idleness (a group still in use stays)."""
         self.retired = [group for group in self.retired if not group.remove()]
-        self.retire_due = False  # a group still in use is tried again after the next reap
 
     def become_policy(self, sock: socket.socket, template_pid: int) -> None:
         """In a spare: wait for an episode, then confine and run its program."""
@@ -293,7 +292,6 @@ class Template:
                 break
             if pid == 0:
                 break
-            self.retire_due = self.retire_due or bool(self.retired)  # one may be empty now
             if self.spare is not None and pid == self.spare[0]:
                 self.spare[1].close()
                 self.spare = None
@@ -348,8 +346,13 @@ class Template:
         sel.register(self.control, selectors.EVENT_READ, "control")
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
-            busy = (self.spare or self.spare_failed) and not self.retire_due
-            events = sel.select(None if busy else SPARE_IDLE_SECONDS)
+            # Woken while episodes run, the template takes a CPU from one of them: a spare
+            # is made after a short idle, retired groups go with it or after a long one.
+            if not (self.spare or self.spare_failed):
+                timeout: float | None = SPARE_IDLE_SECONDS
+            else:
+                timeout = RETIRE_IDLE_SECONDS if self.retired else None
+            events = sel.select(timeout)
             spare_failed, self.spare_failed = self.spare_failed, False
             if not events and self.spare is None and not spare_failed:
                 try:
