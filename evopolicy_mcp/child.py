@@ -33,6 +33,9 @@ def _send(kind: int, value: Any = None) -> None:
         data = data[written:]
 
 
+_SPIN_POLL = select.poll()
+
+
 def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
     chunk: bytes | None = None
     while True:
@@ -40,7 +43,7 @@ def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
         if got is not None:
             kind, payload = got
             return kind, frames.decode(payload)
-        chunk = frames.spin_read(FD_OBSERVATIONS, spin)
+        chunk = frames.spin_read(FD_OBSERVATIONS, _SPIN_POLL, spin)
         if chunk is None:
             select.select([FD_OBSERVATIONS], [], [])
             try:
@@ -141,6 +144,7 @@ def run_policy(program_dir: str, spin: int = 0) -> NoReturn:
     _send(frames.CONFINED)  # from here on, anything that goes wrong is the program's doing
     reader = frames.FrameReader(max_frame=1 << 30)  # host frames are trusted
     os.set_blocking(FD_OBSERVATIONS, False)
+    _SPIN_POLL.register(FD_OBSERVATIONS, select.POLLIN)
     kind, context = _receive(reader, spin)
     if kind != frames.CONTEXT:
         _exit(2)

@@ -111,7 +111,7 @@ class Placement:
     spin: int
 
 
-SPIN_TRIES = 256  # about 80 us of polling before a side goes to sleep
+SPIN_TRIES = 256  # about 130 us of polling before a side goes to sleep
 
 
 class ThreadExecutor:

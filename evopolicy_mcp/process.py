@@ -27,7 +27,7 @@ OUTPUT_HEAD = 2048
 OUTPUT_TAIL = 6144
 MAX_ACTION_FRAME = 1 << 20
 EXIT_GRACE_SECONDS = 5.0
-STARTUP_SPIN_TRIES = 16384  # a few milliseconds of polling while a policy process starts
+STARTUP_SPIN_TRIES = 16384  # some 20 ms of polling and yielding while a policy process starts
 _KILLED_BY_HOST = -1  # sentinel exit status: the host had to kill a process that would not exit
 
 
@@ -137,6 +137,8 @@ class PolicyProcess:
         self.confined = False
         if spin:
             os.set_blocking(actions_r, False)
+            self._spin_poll = select.poll()
+            self._spin_poll.register(actions_r, select.POLLIN)
         self.act_seconds = act_seconds
         self.startup_seconds = startup_seconds
         self.started = time.monotonic()
@@ -153,10 +155,12 @@ class PolicyProcess:
         self._write(frames.frame(frames.CONTEXT, context))
 
     def wait_ready(self) -> None:
-        # Start-up takes milliseconds: spin longer than a hand-over (the template and the
-        # new process run on other CPUs), so the answer is seen at once without a wake-up.
+        # Start-up takes milliseconds: spin longer than a hand-over, so the answer is seen at
+        # once without a wake-up (which costs up to milliseconds on an idle virtual CPU), and
+        # yield at every try: the template, or the spare it forks, may want this CPU meanwhile.
         spin = self.spin and STARTUP_SPIN_TRIES
-        self._expect(frames.READY, self.started + self.startup_seconds, "start-up", spin=spin)
+        deadline = self.started + self.startup_seconds
+        self._expect(frames.READY, deadline, "start-up", spin=spin, polite=True)
 
     def act(self, observation: Any) -> Any:
         self._write(frames.frame(frames.OBSERVATION, observation))
@@ -175,7 +179,9 @@ class PolicyProcess:
         except BrokenPipeError:
             self._died()
 
-    def _expect(self, kind: int, deadline: float, what: str, spin: int | None = None) -> Any:
+    def _expect(
+        self, kind: int, deadline: float, what: str, spin: int | None = None, polite: bool = False
+    ) -> Any:
         deadline = min(deadline, self.episode_deadline)
         spin = self.spin if spin is None else spin
         data = b""  # bytes read and not yet given to the frame reader
@@ -193,7 +199,7 @@ class PolicyProcess:
                     continue
                 return self._accept(kind, got[0], got[1])
             if spin:
-                spun = frames.spin_read(self._act_r, spin)
+                spun = frames.spin_read(self._act_r, self._spin_poll, spin, polite)
                 if spun is not None:
                     if not spun:
                         self._died()

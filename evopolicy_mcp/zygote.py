@@ -104,6 +104,8 @@ class Template:
         self.group_of: dict[int, cgroups.EpisodeGroup] = {}
         self.group_limits = default
         self.retired: list[cgroups.EpisodeGroup] = []
+        # What reported episodes held and is not freed yet: (scratch directory, cgroups).
+        self.untidy: list[tuple[str | None, cgroups.EpisodeGroup | None]] = []
 
     # -- host requests -------------------------------------------------------
 
@@ -284,6 +286,12 @@ class Template:
                     pass
 
     def reap(self) -> None:
+        """Report every ended episode once nothing of it is left; free its scratch later.
+
+        The report comes first: unmounting a scratch tmpfs waits for an RCU
+        grace period (up to milliseconds here), and the next episode's spawn
+        may be waiting behind it. :meth:`tidy` frees what ended episodes held.
+        """
         ended: list[tuple[int, int, int]] = []
         while True:
             try:
@@ -306,10 +314,19 @@ class Template:
                 pass
             self.sweep()  # nothing of the episode is left to use its scratch directory
             self.pids.pop(episode, None)
-            group = self.group_of.get(pid)
+            group = self.group_of.pop(pid, None)
             oom = group is not None and group.oom_kills() > 0
-            self.drop(pid)
+            self.untidy.append((self.scratch.pop(pid, None), group))
             self.send({"op": "exited", "id": episode, "status": status, "oom": oom})
+
+    def tidy(self) -> None:
+        """Free the scratch directories and cgroups of reported episodes (when idle)."""
+        untidy, self.untidy = self.untidy, []
+        for scratch, group in untidy:
+            if scratch is not None:
+                remove_scratch(scratch, self.quota is not None)
+            if group is not None:
+                self.retire(group)
 
     # -- loop ----------------------------------------------------------------
 
@@ -333,6 +350,7 @@ class Template:
         self.sweep()
         for pid in list(self.scratch):
             self.drop(pid)
+        self.tidy()
         self.remove_retired()
         shutil.rmtree(self.scratch_root, ignore_errors=True)
         os._exit(0)
@@ -346,29 +364,34 @@ class Template:
         sel.register(self.control, selectors.EVENT_READ, "control")
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
-            # Woken while episodes run, the template takes a CPU from one of them: a spare
-            # is made after a short idle, retired groups go with it or after a long one.
-            if not (self.spare or self.spare_failed):
+            # Woken while episodes run, the template takes a CPU from one of them. When it
+            # has been idle a moment: a spare first (the next spawn waits for none), then
+            # the scratch of reported episodes; retired groups go with the next spare or
+            # after a long idle.
+            if not (self.spare or self.spare_failed) or self.untidy:
                 timeout: float | None = SPARE_IDLE_SECONDS
             else:
                 timeout = RETIRE_IDLE_SECONDS if self.retired else None
             events = sel.select(timeout)
             spare_failed, self.spare_failed = self.spare_failed, False
-            if not events and self.spare is None and not spare_failed:
-                try:
-                    self.make_spare()
-                except OSError:  # out of processes or memory for now: a spawn tries again
-                    self.spare_failed = True
-            elif not events:
-                self.remove_retired()
-            for key, _ in events:
+            if not events:
+                if self.spare is None and not spare_failed:
+                    try:
+                        self.make_spare()
+                    except OSError:  # out of processes or memory for now: a spawn tries again
+                        self.spare_failed = True
+                elif self.untidy:
+                    self.tidy()
+                else:
+                    self.remove_retired()
+            # Requests before reaping: a spawn must not wait behind another episode's end.
+            for key, _ in sorted(events, key=lambda event: event[0].data != "control"):
                 if key.data == "wake":
                     try:
                         while os.read(self.wake_r, 512):
                             pass
                     except BlockingIOError:
                         pass
-                    self.reap()
                     continue
                 try:
                     data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL_MESSAGE, 3)
@@ -438,6 +461,9 @@ def main() -> None:
     confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != host_pid:
         os._exit(0)  # the host died before the parent-death signal was armed
+    # A session of its own, without a controlling terminal: no policy process can reach
+    # the operator's terminal, and none needs a session (and scheduler autogroup) of its own.
+    os.setsid()
     # Before anything is forked (the probe included): every process below counts.
     max_processes = int(sys.argv[4]) if len(sys.argv) > 4 else cgroups.DEFAULT_MAX_PROCESSES
     groups = cgroups.Groups.enter(host_pid, max_processes)

@@ -152,8 +152,8 @@ def process_state(pid: int) -> str | None:
 def strays_of(template: int) -> list[int]:
     """Children of the template other than an idle spare.
 
-    The template keeps one pre-forked spare process in its own session; every
-    policy process leaves that session first thing, so any other child (or a
+    The template keeps one pre-forked spare process in its own process group; every
+    policy process leaves that group first thing, so any other child (or a
     zombie) is something an episode left behind.
     """
     own = _stat(template)
@@ -167,7 +167,7 @@ def strays_of(template: int) -> list[int]:
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
-    """State, parent pid and session id of ``pid``."""
+    """State, parent pid and process group of ``pid``."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             text = f.read()
@@ -175,7 +175,7 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
         return None
     # The command name is in parentheses and may itself contain spaces or parentheses.
     fields = text[text.rindex(")") + 2 :].split()
-    return fields[0], int(fields[1]), int(fields[3])
+    return fields[0], int(fields[1]), int(fields[2])
 
 
 def pids_with_cmdline(marker: str) -> list[int]:
