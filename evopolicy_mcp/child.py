@@ -27,10 +27,15 @@ MESSAGE_CHARS = 500
 
 
 def _send(kind: int, value: Any = None) -> None:
-    data = memoryview(frames.frame(kind, value))
-    while data:
-        written = os.write(FD_ACTIONS, data)
-        data = data[written:]
+    _write(frames.frame(kind, value))
+
+
+def _write(data: bytes) -> None:
+    written = os.write(FD_ACTIONS, data)
+    if written < len(data):  # a frame larger than the pipe's buffer
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(FD_ACTIONS, view) :]
 
 
 _SPIN_POLL = select.poll()
@@ -188,6 +193,4 @@ def run_policy(program_dir: str, spin: int = 0) -> NoReturn:
                 },
             )
             _exit(0)
-        data = memoryview(payload)
-        while data:
-            data = data[os.write(FD_ACTIONS, data) :]
+        _write(payload)

@@ -407,6 +407,8 @@ class _Episode:
 def _checked_reward(step: Any) -> float:
     """The step's reward as a float; anything else is the adapter's fault, not the policy's."""
     reward = getattr(step, "reward", None)
+    if type(reward) is float and math.isfinite(reward):
+        return reward
     if (
         isinstance(reward, bool)
         or not isinstance(reward, numbers.Real)

@@ -34,6 +34,7 @@ __all__ = [
     "encode",
     "frame",
     "spin_read",
+    "whole_frame",
 ]
 
 # Message kinds. Host -> policy: CONTEXT, OBSERVATION, STOP. Policy -> host: READY, ACTION, ERROR.
@@ -307,6 +308,15 @@ def _decode(buf: bytes, max_items: int, arrays: bool) -> Any:
     return value
 
 
+def whole_frame(data: bytes, max_frame: int) -> tuple[int, bytes] | None:
+    """``(kind, payload)`` if ``data`` is exactly one frame of at most ``max_frame`` bytes."""
+    if len(data) >= 5:
+        length, kind = _HEAD.unpack_from(data, 0)
+        if len(data) == 4 + length and 1 <= length <= max_frame:
+            return kind, data[5:]
+    return None
+
+
 class FrameReader:
     """Accumulates bytes from a pipe and yields complete ``(kind, payload)`` frames.
 
@@ -326,10 +336,10 @@ class FrameReader:
     def take(self, data: bytes) -> tuple[int, bytes] | None:
         """``feed(data)`` then ``next()``; a chunk that is exactly one frame (the usual
         case: one read, one frame) is parsed in place, without buffering."""
-        if not self._buf and len(data) >= 5:
-            length, kind = _HEAD.unpack_from(data, 0)
-            if len(data) == 4 + length and 1 <= length <= self.max_frame:
-                return kind, data[5:]
+        if not self._buf:
+            whole = whole_frame(data, self.max_frame)
+            if whole is not None:
+                return whole
         self._buf += data
         return self.next()
 

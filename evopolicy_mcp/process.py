@@ -164,7 +164,18 @@ class PolicyProcess:
 
     def act(self, observation: Any) -> Any:
         self._write(frames.frame(frames.OBSERVATION, observation))
-        return self._expect(frames.ACTION, time.monotonic() + self.act_seconds, "act()")
+        data = b""
+        if self.spin and not self._reader.pending:
+            # The usual hand-over: while spinning, one read brings exactly one ACTION frame.
+            spun = frames.spin_read(self._act_r, self._spin_poll, self.spin)
+            if spun:
+                whole = frames.whole_frame(spun, MAX_ACTION_FRAME)
+                if whole is not None and whole[0] == frames.ACTION:
+                    return self._accept(frames.ACTION, frames.ACTION, whole[1])
+                data = spun
+            elif spun is not None:
+                self._died()
+        return self._expect(frames.ACTION, time.monotonic() + self.act_seconds, "act()", data=data)
 
     def output(self) -> str:
         return self._output.text()
@@ -172,19 +183,26 @@ class PolicyProcess:
     # -- internals -----------------------------------------------------------
 
     def _write(self, data: bytes) -> None:
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(self._obs_w, view) :]
+            written = os.write(self._obs_w, data)
+            if written < len(data):  # a frame larger than the pipe's buffer
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self._obs_w, view) :]
         except BrokenPipeError:
             self._died()
 
     def _expect(
-        self, kind: int, deadline: float, what: str, spin: int | None = None, polite: bool = False
+        self,
+        kind: int,
+        deadline: float,
+        what: str,
+        spin: int | None = None,
+        polite: bool = False,
+        data: bytes = b"",  # bytes read and not yet given to the frame reader
     ) -> Any:
         deadline = min(deadline, self.episode_deadline)
         spin = self.spin if spin is None else spin
-        data = b""  # bytes read and not yet given to the frame reader
         while True:
             try:
                 got = self._reader.take(data) if data else self._reader.next()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 import random
+import select
 import struct
 from typing import Any
 
@@ -418,3 +420,32 @@ def test_a_partial_frame_waits_for_more_bytes() -> None:
     item = reader.next()
     assert item is not None and item[0] == frames.OBSERVATION
     assert np.array_equal(decode(item[1]), np.zeros(10))
+
+
+def test_whole_frame_takes_exactly_one_frame_and_nothing_else() -> None:
+    one = frames.frame(frames.ACTION, 3)
+    assert frames.whole_frame(one, 1 << 20) == (frames.ACTION, one[5:])
+    assert frames.decode(frames.whole_frame(one, 1 << 20)[1]) == 3  # type: ignore[index]
+    assert frames.whole_frame(one[:-1], 1 << 20) is None  # a partial frame
+    assert frames.whole_frame(one + one, 1 << 20) is None  # two frames
+    assert frames.whole_frame(one, 4) is None  # larger than the bound
+    assert frames.whole_frame(b"\x00\x00\x00\x00A", 1 << 20) is None  # empty length
+
+
+@pytest.mark.parametrize("polite", [False, True])
+def test_spin_read_returns_what_came_nothing_or_the_end(polite: bool) -> None:
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
+        assert frames.spin_read(r, poller, 50, polite) is None  # nothing came
+        os.write(w, b"abc")
+        assert frames.spin_read(r, poller, 50, polite) == b"abc"
+        os.close(w)
+        w = -1
+        assert frames.spin_read(r, poller, 50, polite) == b""  # the writer is gone
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
