@@ -214,8 +214,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _lazy("evopolicy_mcp.bench", "cmd_bench"),
         "measure harness speed against raw Gymnasium",
     )
-    p.add_argument("--episodes", type=int, default=100)
+    p.add_argument("--episodes", type=positive_int, default=100)
     p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
+    p.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=5,
+        help="split the episodes into this many rounds of every measurement (medians)",
+    )
     p.add_argument("--mcp", action="store_true", help="measure the MCP layer over stdio instead")
     p.add_argument("--json", action="store_true")
 

@@ -1,0 +1,28 @@
+"""`evopolicy-mcp bench` runs end to end and reports consistent figures (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from evopolicy_mcp.cli import main
+
+
+def test_bench_reports_every_figure_from_its_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--json", "--episodes", "4", "--rounds", "2"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert (figures["episodes"], figures["rounds"]) == (4, 2)
+    assert figures["raw_episodes_per_s"] > 0 and figures["harness_episodes_per_s"] > 0
+    assert figures["ratio_min"] <= figures["ratio"] <= figures["ratio_max"]
+    assert figures["rss_from_episode"] == 1  # fewer than 11 episodes: from the first
+    for name in ("fixed_overhead_ms", "per_step_overhead_us", "rss_growth_mb"):
+        assert math.isfinite(figures[name]), name
+
+
+def test_bench_refuses_a_count_that_is_not_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "--rounds", "0"])
+    assert exited.value.code != 0
+    assert "--rounds" in capsys.readouterr().err
