@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from evopolicy_mcp import confine, frames
 from evopolicy_mcp.confine import FD_ACTIONS, FD_OBSERVATIONS
+from evopolicy_mcp.mailbox import CHECKS_PER_TRY, NAP_SECONDS, ON_PIPE, Mailbox
 from evopolicy_mcp.policy import PolicyContext
 
 __all__ = ["run_policy"]
@@ -26,11 +27,28 @@ TRACEBACK_CHARS = 4000
 MESSAGE_CHARS = 500
 
 
+_BOX: Mailbox | None = None  # the episode's mailbox, when the host spins for its answers
+_WAKE = frames.frame(frames.WAKE)
+_SPIN_POLL = select.poll()
+
+
 def _send(kind: int, value: Any = None) -> None:
     _write(frames.frame(kind, value))
 
 
 def _write(data: bytes) -> None:
+    box = _BOX
+    if box is None:
+        _write_pipe(data)
+        return
+    if not box.send(data):
+        _write_pipe(data)
+        box.sent_on_pipe()
+    if box.peer_asleep():
+        _write_pipe(_WAKE)
+
+
+def _write_pipe(data: bytes) -> None:
     written = os.write(FD_ACTIONS, data)
     if written < len(data):  # a frame larger than the pipe's buffer
         view = memoryview(data)[written:]
@@ -38,10 +56,9 @@ def _write(data: bytes) -> None:
             view = view[os.write(FD_ACTIONS, view) :]
 
 
-_SPIN_POLL = select.poll()
-
-
 def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
+    if _BOX is not None:
+        return _receive_boxed(_BOX, reader, spin)
     chunk: bytes | None = None
     while True:
         got = reader.take(chunk) if chunk else reader.next()
@@ -55,6 +72,45 @@ def _receive(reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
                 chunk = os.read(FD_OBSERVATIONS, 1 << 16)
             except BlockingIOError:
                 continue
+        if not chunk:
+            _exit(0)  # the host closed the pipe: the episode is over
+
+
+def _receive_boxed(box: Mailbox, reader: frames.FrameReader, spin: int) -> tuple[int, Any]:
+    """The next host message from the mailbox, or from the pipe when it says so."""
+    tries = max(1, spin * CHECKS_PER_TRY)
+    on_pipe = False
+    chunk: bytes | None = None
+    while True:
+        if not on_pipe:
+            got = box.spin(tries)
+            tries = 1
+            if got == ON_PIPE:
+                on_pipe = True
+            elif got is not None:
+                kind, payload = frames.parse_whole(got, reader.max_frame)
+                return kind, frames.decode(payload)
+        frame = reader.take(chunk) if chunk else reader.next()
+        chunk = None
+        if frame is not None:
+            if frame[0] == frames.WAKE:
+                continue
+            box.took_from_pipe()
+            return frame[0], frames.decode(frame[1])
+        if not on_pipe:  # asleep, the host's next message wakes us through the pipe
+            box.sleeping(True)
+            if box.pending():
+                box.sleeping(False)
+                continue
+        ready, _, _ = select.select([FD_OBSERVATIONS], [], [], None if on_pipe else NAP_SECONDS)
+        box.sleeping(False)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(FD_OBSERVATIONS, 1 << 16)
+        except BlockingIOError:
+            chunk = None
+            continue
         if not chunk:
             _exit(0)  # the host closed the pipe: the episode is over
 
@@ -145,8 +201,12 @@ def warm_up() -> None:
     traceback.extract_stack()
 
 
-def run_policy(program_dir: str, spin: int = 0) -> NoReturn:
-    _send(frames.CONFINED)  # from here on, anything that goes wrong is the program's doing
+def run_policy(program_dir: str, spin: int = 0, box: Mailbox | None = None) -> NoReturn:
+    global _BOX
+    # CONFINED goes on the pipe: every message in the mailbox then answers one from the
+    # host, so neither side ever rewrites a slot the other may still be reading.
+    _write_pipe(frames.frame(frames.CONFINED))
+    _BOX = box  # from here on, anything that goes wrong is the program's doing
     reader = frames.FrameReader(max_frame=1 << 30)  # host frames are trusted
     os.set_blocking(FD_OBSERVATIONS, False)
     _SPIN_POLL.register(FD_OBSERVATIONS, select.POLLIN)

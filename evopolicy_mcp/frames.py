@@ -28,11 +28,13 @@ __all__ = [
     "OBSERVATION",
     "READY",
     "STOP",
+    "WAKE",
     "FrameError",
     "FrameReader",
     "decode",
     "encode",
     "frame",
+    "parse_whole",
     "spin_read",
     "whole_frame",
 ]
@@ -41,6 +43,7 @@ __all__ = [
 CONTEXT, OBSERVATION, STOP = ord("C"), ord("O"), ord("X")
 READY, ACTION, ERROR = ord("R"), ord("A"), ord("E")
 CONFINED = ord("K")  # policy -> host, before any program code: the sandbox is in place
+WAKE = ord("W")  # either way, on a pipe: look at the mailbox (:mod:`evopolicy_mcp.mailbox`)
 
 MAX_DEPTH = 32
 _ALLOWED_DTYPES = frozenset(
@@ -315,6 +318,18 @@ def whole_frame(data: bytes, max_frame: int) -> tuple[int, bytes] | None:
         if len(data) == 4 + length and 1 <= length <= max_frame:
             return kind, data[5:]
     return None
+
+
+def parse_whole(data: bytes, max_frame: int) -> tuple[int, bytes]:
+    """``(kind, payload)`` of ``data``, which must be exactly one frame; FrameError if not."""
+    whole = whole_frame(data, max_frame)
+    if whole is not None:
+        return whole
+    reader = FrameReader(max_frame)
+    got = reader.take(data)  # raises for a length out of bounds
+    if got is None:
+        raise FrameError("the frame ends before its length says")
+    raise FrameError("bytes after the end of the frame")
 
 
 class FrameReader:

@@ -16,7 +16,8 @@ import time
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from evopolicy_mcp import frames
+from evopolicy_mcp import frames, mailbox
+from evopolicy_mcp.mailbox import Mailbox
 
 if TYPE_CHECKING:
     from evopolicy_mcp.runner import Runner
@@ -28,6 +29,7 @@ OUTPUT_TAIL = 6144
 MAX_ACTION_FRAME = 1 << 20
 EXIT_GRACE_SECONDS = 5.0
 STARTUP_SPIN_TRIES = 16384  # some 20 ms of polling and yielding while a policy process starts
+_WAKE = frames.frame(frames.WAKE)
 _KILLED_BY_HOST = -1  # sentinel exit status: the host had to kill a process that would not exit
 
 
@@ -121,8 +123,10 @@ class PolicyProcess:
         startup_seconds: float,
         episode_seconds: float,
         spin: int = 0,
+        box: Mailbox | None = None,
     ) -> None:
         self._runner = runner
+        self._box = box
         self.episode = episode
         self._obs_w = observations_w
         self._act_r = actions_r
@@ -164,6 +168,17 @@ class PolicyProcess:
 
     def act(self, observation: Any) -> Any:
         self._write(frames.frame(frames.OBSERVATION, observation))
+        deadline = time.monotonic() + self.act_seconds
+        box = self._box
+        if box is not None:
+            # The usual hand-over: the ACTION comes in the mailbox while spinning.
+            got = box.spin(self.spin * mailbox.CHECKS_PER_TRY)
+            if got is None:
+                return self._expect(frames.ACTION, deadline, "act()", spin=0)
+            if got == mailbox.ON_PIPE:
+                return self._expect(frames.ACTION, deadline, "act()", on_pipe=True)
+            kind, payload = self._parse(got)
+            return self._accept(frames.ACTION, kind, payload)
         data = b""
         if self.spin and not self._reader.pending:
             # The usual hand-over: while spinning, one read brings exactly one ACTION frame.
@@ -175,7 +190,7 @@ class PolicyProcess:
                 data = spun
             elif spun is not None:
                 self._died()
-        return self._expect(frames.ACTION, time.monotonic() + self.act_seconds, "act()", data=data)
+        return self._expect(frames.ACTION, deadline, "act()", data=data)
 
     def output(self) -> str:
         return self._output.text()
@@ -183,6 +198,17 @@ class PolicyProcess:
     # -- internals -----------------------------------------------------------
 
     def _write(self, data: bytes) -> None:
+        box = self._box
+        if box is None:
+            self._write_pipe(data)
+            return
+        if not box.send(data):
+            self._write_pipe(data)
+            box.sent_on_pipe()
+        if box.peer_asleep():
+            self._write_pipe(_WAKE)
+
+    def _write_pipe(self, data: bytes) -> None:
         try:
             written = os.write(self._obs_w, data)
             if written < len(data):  # a frame larger than the pipe's buffer
@@ -200,23 +226,38 @@ class PolicyProcess:
         spin: int | None = None,
         polite: bool = False,
         data: bytes = b"",  # bytes read and not yet given to the frame reader
+        on_pipe: bool = False,  # the mailbox said the next message is on the pipe
     ) -> Any:
         deadline = min(deadline, self.episode_deadline)
         spin = self.spin if spin is None else spin
+        box = self._box
         while True:
+            if box is not None and not on_pipe:
+                got = self._spin_box(box, spin, polite)
+                spin = 0  # spun once: from now on, one look at the mailbox per wake-up
+                if got == mailbox.ON_PIPE:
+                    on_pipe = True
+                elif got is not None:
+                    got_kind, payload = self._parse(got)
+                    return self._accept(kind, got_kind, payload)
             try:
-                got = self._reader.take(data) if data else self._reader.next()
+                got_frame = self._reader.take(data) if data else self._reader.next()
             except frames.FrameError as exc:
                 raise PolicyFailure(
                     Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
                 ) from None
             data = b""
-            if got is not None:
-                if got[0] == frames.CONFINED and not self.confined:
-                    self.confined = True
+            if got_frame is not None:
+                if got_frame[0] == frames.CONFINED and not self.confined:
+                    self.confined = True  # always on the pipe, before the mailbox is used
                     continue
-                return self._accept(kind, got[0], got[1])
-            if spin:
+                if box is not None:
+                    if got_frame[0] == frames.WAKE:
+                        continue
+                    box.took_from_pipe()
+                    on_pipe = False
+                return self._accept(kind, got_frame[0], got_frame[1])
+            if spin and box is None:
                 spun = frames.spin_read(self._act_r, self._spin_poll, spin, polite)
                 if spun is not None:
                     if not spun:
@@ -226,13 +267,47 @@ class PolicyProcess:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._timed_out(what)
-            for fd, _event in self._poll.poll(max(1, int(remaining * 1000 + 0.999))):
+            if box is not None and not on_pipe:
+                # Asleep, the policy's next message wakes us through the pipe; a wake-up
+                # lost to store/load reordering costs one nap, not a hang.
+                box.sleeping(True)
+                if box.pending():
+                    box.sleeping(False)
+                    continue
+                remaining = min(remaining, mailbox.NAP_SECONDS)
+            events = self._poll.poll(max(1, int(remaining * 1000 + 0.999)))
+            if box is not None:
+                box.sleeping(False)
+            for fd, _event in events:
                 if fd == self._act_r:
-                    data = os.read(fd, 1 << 16)
+                    try:
+                        data = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
                     if not data:
                         self._died()
                 else:
                     self._drain_output()
+
+    @staticmethod
+    def _spin_box(box: Mailbox, spin: int, polite: bool) -> bytes | None:
+        if not polite:
+            return box.spin(max(1, spin * mailbox.CHECKS_PER_TRY))
+        for _ in range(max(1, spin)):
+            os.sched_yield()  # start-up: the template, or the spare it forks, may want the CPU
+            got = box.spin(mailbox.CHECKS_PER_TRY)
+            if got is not None:
+                return got
+        return None
+
+    @staticmethod
+    def _parse(data: bytes) -> tuple[int, bytes]:
+        try:
+            return frames.parse_whole(data, MAX_ACTION_FRAME)
+        except frames.FrameError as exc:
+            raise PolicyFailure(
+                Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
+            ) from None
 
     def _accept(self, expected: int, kind: int, payload: bytes) -> Any:
         try:
@@ -314,3 +389,5 @@ class PolicyProcess:
                 break
         for fd in (self._obs_w, self._act_r, self._out_r):
             os.close(fd)
+        if self._box is not None:
+            self._box.close()

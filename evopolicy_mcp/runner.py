@@ -36,9 +36,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from evopolicy_mcp import cgroups
+from evopolicy_mcp import cgroups, mailbox
 from evopolicy_mcp.cgroups import DEFAULT_MAX_PROCESSES
 from evopolicy_mcp.confine import ProcessLimits
+from evopolicy_mcp.mailbox import Mailbox
 from evopolicy_mcp.process import (
     _KILLED_BY_HOST,
     EXIT_GRACE_SECONDS,
@@ -309,8 +310,13 @@ class Runner:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(out_r, False)
         proc = None
+        box = None
         try:
+            passed = [obs_r, act_w, out_w]
             try:
+                if spin and mailbox.supported():  # spinning hand-overs go through shared memory
+                    passed.append(mailbox.create())
+                    box = Mailbox(passed[-1], host=True)
                 self._send(
                     {
                         "op": "spawn",
@@ -320,10 +326,10 @@ class Runner:
                         "spin": spin,
                         "limits": limits.__dict__,
                     },
-                    [obs_r, act_w, out_w],
+                    passed,
                 )
             finally:
-                for fd in (obs_r, act_w, out_w):
+                for fd in passed:
                     os.close(fd)
             proc = PolicyProcess(
                 self,
@@ -335,6 +341,7 @@ class Runner:
                 startup_seconds=startup_seconds,
                 episode_seconds=episode_seconds,
                 spin=spin,
+                box=box,
             )
             yield proc
         finally:
@@ -343,6 +350,8 @@ class Runner:
             else:
                 for fd in (obs_w, act_r, out_r):
                     os.close(fd)
+                if box is not None:
+                    box.close()
                 with self._changed:  # never spawned: nothing will be reported
                     self._live.discard(episode)
                     self._changed.notify_all()

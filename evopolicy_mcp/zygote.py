@@ -32,7 +32,8 @@ runs' included, must not be there).
 Control protocol (host <-> template, a SOCK_SEQPACKET pair; both ends are
 trusted code, policy processes close it before any program code runs): JSON
 messages; ``spawn`` carries three descriptors (observations read end,
-actions write end, output write end) as SCM_RIGHTS.
+actions write end, output write end) as SCM_RIGHTS, and a fourth, the
+episode's mailbox (:mod:`evopolicy_mcp.mailbox`), when the host spins.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import sys
 import tempfile
 from typing import Any
 
-from evopolicy_mcp import cgroups, confine, linux, sandbox
+from evopolicy_mcp import cgroups, confine, linux, mailbox, sandbox
 from evopolicy_mcp.child import run_policy, warm_up
 
 __all__ = ["main"]
@@ -227,11 +228,15 @@ class Template:
         self.control.close()
         if self.sandbox is not None:
             self.sandbox.begin()  # the episode-independent part of the sandbox, while it waits
-        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_MESSAGE, 3)
-        if not data or len(fds) != 3:
+        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_MESSAGE, 4)
+        if not data or len(fds) not in (3, 4):
             return
         msg = json.loads(data)
         sock.close()
+        box = None
+        if len(fds) == 4:  # the episode's mailbox: mapped now, its descriptor closed
+            box = mailbox.Mailbox(fds[3], host=False)
+            os.close(fds.pop())
         # The program runs from a copy in its scratch directory: its own path then says
         # nothing about where the host keeps its records.
         program = os.path.join(msg["scratch"], "program")  # read-only to the policy
@@ -246,7 +251,7 @@ class Template:
             program_dir=program,
             sandbox=self.sandbox,
         )
-        run_policy(program, int(msg.get("spin", 0)))
+        run_policy(program, int(msg.get("spin", 0)), box)
 
     def kill(self, episode: int) -> None:
         pid = self.pids.get(episode)
@@ -394,7 +399,7 @@ class Template:
                         pass
                     continue
                 try:
-                    data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL_MESSAGE, 3)
+                    data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL_MESSAGE, 4)
                 except InterruptedError:
                     continue
                 if not data:

@@ -34,6 +34,7 @@ TIERS: dict[str, set[str]] = {
     "abi": {"evopolicy_mcp.policy"},
     "kernel": {
         "evopolicy_mcp.frames",
+        "evopolicy_mcp.mailbox",
         "evopolicy_mcp.confine",
         "evopolicy_mcp.linux",
         "evopolicy_mcp.cgroups",
