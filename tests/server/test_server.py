@@ -4,7 +4,6 @@ real SQLite records, real policy processes, real CartPole episodes."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from server_support import (
     call,
     call_error,
     error_text,
-    make_tasks_dir,
     slow_files,
     submit,
     usage,
@@ -40,24 +38,6 @@ TOOLS = {
     "finalize",
 }
 READ_ONLY = {"list_tasks", "describe_task", "get_feedback", "run_status"}
-
-
-@pytest.fixture
-def tasks_dir(tmp_path: Path) -> Path:
-    return make_tasks_dir(tmp_path / "tasks")
-
-
-@pytest.fixture
-def host(tmp_path: Path, tasks_dir: Path) -> Iterator[Host]:
-    h = Host(tmp_path / "data", tasks_dirs=[tasks_dir])
-    yield h
-    h.close()
-
-
-@pytest.fixture
-async def client(host: Host) -> AsyncIterator[Client]:
-    async with Client(build_server(host)) as c:
-        yield c
 
 
 async def test_tools_are_listed_with_output_schemas_and_hints(client: Client) -> None:

@@ -17,7 +17,6 @@ from server_support import (
     CRASHING_FILES,
     PD_FILES,
     error_text,
-    make_tasks_dir,
 )
 
 from evopolicy_mcp import seeds
@@ -27,11 +26,6 @@ from evopolicy_mcp.server import build_server
 pytestmark = pytest.mark.anyio
 
 LEAK = "cartpole-leak"
-
-
-@pytest.fixture
-def tasks_dir(tmp_path: Path) -> Path:
-    return make_tasks_dir(tmp_path / "tasks")
 
 
 def _number_pattern(value: float) -> re.Pattern[str]:

@@ -3,37 +3,19 @@ tool error saying what to do next, and charges nothing."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
-from server_support import MINI, PD_FILES, call, call_error, make_tasks_dir, submit, usage
+from server_support import MINI, PD_FILES, call, call_error, submit, usage
 
 from evopolicy_mcp.host import Host
 from evopolicy_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def tasks_dir(tmp_path: Path) -> Path:
-    return make_tasks_dir(tmp_path / "tasks")
-
-
-@pytest.fixture
-def host(tmp_path: Path, tasks_dir: Path) -> Iterator[Host]:
-    h = Host(tmp_path / "data", tasks_dirs=[tasks_dir])
-    yield h
-    h.close()
-
-
-@pytest.fixture
-async def client(host: Host) -> AsyncIterator[Client]:
-    async with Client(build_server(host)) as c:
-        yield c
 
 
 Setup = Callable[[Client, str], Awaitable[dict[str, Any]]]

@@ -1,5 +1,5 @@
 """Review findings at the trust boundary and in the run rules, each with a real host, real
-policy processes and the real MCP client. Each test fails today (strict xfail)."""
+policy processes and the real MCP client."""
 
 from __future__ import annotations
 
