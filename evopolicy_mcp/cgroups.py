@@ -175,6 +175,22 @@ class EpisodeGroup:
         for _h, path in self.paths:
             _write(path / "cgroup.procs", str(pid))
 
+    def processes(self) -> list[int] | None:
+        """The pids in the group now, or None if it cannot be read."""
+        for _h, path in self.paths:
+            try:
+                fd = os.open(path / "cgroup.procs", os.O_RDONLY)
+                try:
+                    chunks = []
+                    while chunk := os.read(fd, 65536):
+                        chunks.append(chunk)
+                finally:
+                    os.close(fd)
+            except OSError:
+                continue
+            return [int(p) for p in b"".join(chunks).split()]
+        return None
+
     def oom_kills(self) -> int:
         """How many processes the memory limit killed here so far."""
         for h, path in self.paths:

@@ -85,14 +85,18 @@ class _Output:
 
 
 def _describe_exit(status: int, oom_killed: bool = False) -> tuple[Failure, str]:
+    if oom_killed:
+        # The memory cgroup killed the leader, or one of its processes and then the
+        # leader died of it in some other way: either way the episode ran out of memory.
+        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        return (
+            Failure.RESOURCE_LIMIT,
+            f"{'killed' if killed else 'ended after a process of it was killed'} by the "
+            "episode's memory limit (its address-space limit plus its scratch quota, for "
+            "all its processes, memfds and scratch files together)",
+        )
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        if oom_killed and sig == signal.SIGKILL:
-            return (
-                Failure.RESOURCE_LIMIT,
-                "killed by the episode's memory limit (its address-space limit plus its "
-                "scratch quota, for all its processes, memfds and scratch files together)",
-            )
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
         if sig == signal.SIGXCPU:
             return Failure.RESOURCE_LIMIT, "killed by the CPU-time limit (SIGXCPU)"

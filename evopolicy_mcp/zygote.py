@@ -74,6 +74,8 @@ PRELOAD = (
 MAX_CONTROL_MESSAGE = 1 << 16
 SPARE_IDLE_SECONDS = 0.002  # fork the next spare once the template has been idle this long
 RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
+MAX_UNTIDY = 4  # ended episodes whose scratch may wait for an idle moment (each up to its quota)
+TEMPLATE_SIGNALS = {signal.SIGTERM, signal.SIGCHLD, signal.SIGINT}
 
 
 class Template:
@@ -163,14 +165,29 @@ class Template:
             if self.groups is not None:
                 group = self.groups.episode(str(self.spares_made), self.group_limits)
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            template_pid = os.getpid()
-            pid = os.fork()
         except OSError:
             remove_scratch(scratch, self.quota is not None)
             if group is not None:
                 self.retire(group)
             raise
+        template_pid = os.getpid()
+        # The template's handlers (SIGTERM shuts it down) must never run in a spare:
+        # blocked across the fork, reset in the child before they are let through.
+        signal.pthread_sigmask(signal.SIG_BLOCK, TEMPLATE_SIGNALS)
+        try:
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TEMPLATE_SIGNALS)
+            ours.close()
+            theirs.close()
+            remove_scratch(scratch, self.quota is not None)
+            if group is not None:
+                self.retire(group)
+            raise
         if pid == 0:
+            for sig in TEMPLATE_SIGNALS:
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TEMPLATE_SIGNALS)
             try:
                 ours.close()
                 if group is not None:
@@ -187,6 +204,7 @@ class Template:
                 except OSError:
                     pass
             os._exit(70)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, TEMPLATE_SIGNALS)
         theirs.close()
         self.scratch[pid] = scratch
         if group is not None:
@@ -222,8 +240,6 @@ class Template:
         confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != template_pid:
             return
-        for sig in (signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         self.control.close()
         if self.sandbox is not None:
@@ -293,36 +309,75 @@ class Template:
     def reap(self) -> None:
         """Report every ended episode once nothing of it is left; free its scratch later.
 
-        The report comes first: unmounting a scratch tmpfs waits for an RCU
-        grace period (up to milliseconds here), and the next episode's spawn
-        may be waiting behind it. :meth:`tidy` frees what ended episodes held.
+        An exited leader is seen before it is reaped (``WNOWAIT``): while it is a
+        zombie its pid, and so its process-group id, cannot be taken by a new
+        process, so killing the group hits only the episode. With cgroups, the
+        rest of the episode is what is left in its group, and only that is
+        killed: strays of episodes still running are theirs, not this one's.
+        The report comes before the scratch is freed: unmounting waits for an
+        RCU grace period, and the next spawn may be waiting.
         """
         ended: list[tuple[int, int, int]] = []
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 break
-            if pid == 0:
+            if info is None or info.si_pid == 0:
                 break
+            pid = info.si_pid
+            if pid in self.leaders:
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # the zombie leader holds the pgid
+                except ProcessLookupError:
+                    pass
+            try:
+                _pid, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                continue
             if self.spare is not None and pid == self.spare[0]:
                 self.spare[1].close()
                 self.spare = None
+                self.spare_failed = True  # it died waiting: wait for news before the next
                 self.drop(pid)
             episode = self.leaders.pop(pid, None)
             if episode is not None:
                 ended.append((episode, pid, status))
         for episode, pid, status in ended:
-            try:
-                os.killpg(pid, signal.SIGKILL)  # the rest of its group; the pgid stays reserved
-            except ProcessLookupError:
-                pass
-            self.sweep()  # nothing of the episode is left to use its scratch directory
-            self.pids.pop(episode, None)
             group = self.group_of.pop(pid, None)
+            self.end_group(group)  # nothing of the episode is left to use its scratch
+            self.pids.pop(episode, None)
             oom = group is not None and group.oom_kills() > 0
             self.untidy.append((self.scratch.pop(pid, None), group))
             self.send({"op": "exited", "id": episode, "status": status, "oom": oom})
+        if len(self.untidy) > MAX_UNTIDY:  # never idle for long: free them now
+            self.tidy()
+
+    def end_group(self, group: cgroups.EpisodeGroup | None) -> None:
+        """Kill and reap what is left of an ended episode.
+
+        With a process cgroup that is exactly its group's members; without one,
+        every child of the template that is not a live leader or the spare (an
+        episode's orphans are reparented here, but so are those of episodes
+        still running: only cgroups tell them apart)."""
+        members = group.processes() if group is not None else None
+        if group is None or members is None:
+            self.sweep()
+            return
+        for _ in range(1000):
+            if not members:
+                return
+            for p in members:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for p in members:
+                try:
+                    os.waitpid(p, 0)  # orphans are the template's children: reap them
+                except ChildProcessError:
+                    pass  # not its child (its parent in the episode reaps it) or gone
+            members = group.processes() or []
 
     def tidy(self) -> None:
         """Free the scratch directories and cgroups of reported episodes (when idle)."""

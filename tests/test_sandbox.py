@@ -20,9 +20,17 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
-from kernel_support import GOOD_CARTPOLE, Kernel, assert_failed, policy_with_act, with_limits
+from kernel_support import (
+    GOOD_CARTPOLE,
+    Kernel,
+    assert_failed,
+    policy_with_act,
+    strays_of,
+    with_limits,
+)
 
 from evopolicy_mcp import cgroups, linux, sandbox
 from evopolicy_mcp.confine import ProcessLimits
@@ -658,3 +666,107 @@ def test_the_runtime_grant_leaves_out_the_checkout_and_anything_holding_a_hidden
     checkout = os.path.realpath(Path(sandbox.__file__).parent.parent)
     assert checkout not in paths
     assert "/" not in paths and os.path.realpath("/tmp") not in paths
+
+
+CHILD_OOM = """\
+import os
+
+def make_policy(context):
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        self.held = b"\x01" * (250 << 20)  # the leader holds half the episode's memory
+        pid = os.fork()
+        if pid == 0:  # a child allocates until the episode's memory limit kills it
+            self.held = None  # out of its own address space (its limit counts it)
+            chunks = []
+            try:
+                while True:
+                    chunks.append(b"\\x02" * (8 << 20))
+            except MemoryError:
+                os._exit(3)  # the address-space limit came first: not what this tests
+        _pid, status = os.waitpid(pid, 0)
+        print("CHILD", status, flush=True)
+        os._exit(1)  # the leader dies of it in its own way
+"""
+
+
+@needs("memory")
+def test_a_child_killed_by_the_memory_limit_makes_the_episode_a_resource_limit(
+    kernel: Kernel,
+) -> None:
+    limits = ProcessLimits(memory_bytes=512 << 20, disk_bytes=16 << 20)
+    program = kernel.program(CHILD_OOM)
+    with (
+        kernel.runner.open(
+            program.path, limits, act_seconds=20.0, startup_seconds=20.0, episode_seconds=30.0
+        ) as proc,
+        pytest.raises(PolicyFailure) as failed,
+    ):
+        proc.start({"task_id": "oom", "observation_space": {}, "action_space": {}})
+        proc.act(0)
+    assert fill_report(proc.output())["CHILD"] == [str(signal.SIGKILL)], proc.output()
+    assert failed.value.code == Failure.RESOURCE_LIMIT, failed.value
+    assert "memory limit" in failed.value.message
+    kernel.assert_healthy()
+
+
+DAEMON = """\
+import os, time
+
+def make_policy(context):
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        if observation == "daemon":  # a grandchild the template inherits, answering later
+            r, w = os.pipe()
+            if os.fork() == 0:
+                if os.fork() == 0:
+                    os.close(r)
+                    time.sleep(1.5)
+                    os.write(w, b"survived")
+                    os._exit(0)
+                os._exit(0)
+            os.wait()
+            os.close(w)
+            self.r = r
+            return 0
+        if observation == "collect":
+            return os.read(self.r, 100).decode() or "gone"
+        return 0
+"""
+
+
+@needs("processes")
+def test_an_ending_episode_kills_its_own_leftovers_and_not_a_running_one_s(
+    kernel: Kernel,
+) -> None:
+    program = kernel.program(DAEMON)
+
+    def open_episode() -> Any:
+        return kernel.runner.open(
+            program.path,
+            ProcessLimits(),
+            act_seconds=10.0,
+            startup_seconds=20.0,
+            episode_seconds=30.0,
+        )
+
+    context = {"task_id": "daemon", "observation_space": {}, "action_space": {}}
+    with open_episode() as running:
+        running.start(context)
+        running.act("daemon")  # its grandchild is now the template's child
+        with open_episode() as other:  # another episode starts and ends meanwhile
+            other.start(context)
+            other.act("daemon")
+        # The other episode is reaped well before the grandchild answers (1.5 s).
+        assert running.act("collect") == "survived"
+    kernel.runner.settle()
+    template = kernel.runner.template_pid
+    assert template is not None
+    deadline = time.monotonic() + 5.0
+    while strays_of(template) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert strays_of(template) == [], "both episodes' grandchildren went with them"
