@@ -29,6 +29,8 @@ without Landlock a uid 0 policy could write its pid elsewhere.
 from __future__ import annotations
 
 import os
+import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,6 +269,35 @@ class Groups:
             group.remove()
             raise
         return group
+
+
+def kill_runner(host_pid: int, template_pid: int) -> None:
+    """SIGKILL every process left in a runner's tree once its template is gone.
+
+    A template killed outright (SIGKILL, the OOM killer) takes its episode
+    leaders with it (their parent-death signal), but not what they forked: those
+    are reparented outside the tree of processes, yet stay in its groups."""
+    for h in hierarchies():
+        base = h.root / _runner_name(host_pid, template_pid)
+        if not base.is_dir():
+            continue
+        for _ in range(100):
+            pids = set()
+            for group, _subdirs, _files in os.walk(base):  # close() may remove it meanwhile
+                try:
+                    with open(os.path.join(group, "cgroup.procs")) as f:
+                        pids |= {int(p) for p in f.read().split()}
+                except (OSError, ValueError):
+                    pass
+            pids.discard(os.getpid())
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01)
 
 
 def remove_runner(host_pid: int, template_pid: int) -> bool:

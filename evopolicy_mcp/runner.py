@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -111,6 +113,8 @@ class Runner:
 
     def _keep(self, ready: threading.Event, failure: list[BaseException]) -> None:
         host_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Made here, so that it goes even if the template is killed before it can remove it.
+        scratch_root = tempfile.mkdtemp(prefix="evopolicy-scratch-")
         package_parent = str(Path(__file__).resolve().parent.parent)
         bootstrap = (
             f"import sys; sys.path.insert(0, {package_parent!r}); "
@@ -128,6 +132,7 @@ class Runner:
                     str(os.getpid()),
                     self.isolation.to_json(),
                     str(self.max_processes),
+                    scratch_root,
                 ],
                 pass_fds=(template_end.fileno(),),
                 env=policy_environment(),
@@ -136,6 +141,7 @@ class Runner:
                 cwd="/",
             )
         except OSError as exc:
+            shutil.rmtree(scratch_root, ignore_errors=True)
             failure.append(exc)
             ready.set()
             return
@@ -145,6 +151,16 @@ class Runner:
         self._control, self._proc = host_end, proc
         ready.set()
         self._dispatch(host_end, proc)
+        # The template is gone. Killed outright, it took its episode leaders along but
+        # not what they forked, nor its scratch root: both go now.
+        cgroups.kill_runner(os.getpid(), proc.pid)
+        shutil.rmtree(scratch_root, ignore_errors=True)
+        # Orphans killed here are reaped by init, which may take seconds: their groups
+        # go once it has (close() tries for a moment only).
+        for _ in range(600):
+            if cgroups.remove_runner(os.getpid(), proc.pid):
+                break
+            time.sleep(0.1)
 
     def _dispatch(self, control: socket.socket, proc: subprocess.Popen[bytes]) -> None:
         while True:

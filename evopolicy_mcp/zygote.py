@@ -534,7 +534,10 @@ def main() -> None:
     if len(cpus) > 1:
         os.sched_setaffinity(0, {cpus[-1]})
     os.umask(0o077)
-    scratch_root = tempfile.mkdtemp(prefix="evopolicy-scratch-")
+    # The host makes the scratch root (and removes it should this process be killed).
+    scratch_root = (
+        sys.argv[5] if len(sys.argv) > 5 else tempfile.mkdtemp(prefix="evopolicy-scratch-")
+    )
     for name in PRELOAD:
         try:
             __import__(name)

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -27,8 +28,10 @@ from kernel_support import (
     with_limits,
 )
 
+from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.evaluation import EvaluationAborted
-from evopolicy_mcp.runner import Failure, policy_environment
+from evopolicy_mcp.runner import Failure, Runner, policy_environment
+from evopolicy_mcp.snapshot import capture_files
 
 # -- processes the policy leaves behind --------------------------------------
 
@@ -129,6 +132,57 @@ task = task.model_copy(update={"limits": task.limits.model_copy(
 program = capture_files({"policy.py": sys.stdin.read()}, Path(sys.argv[1]))
 evaluate(program, task, jobs_for(task, "train", [0], seeds.secret_from_seed(0)), workers=1)
 """
+
+
+def test_a_killed_template_takes_what_its_policies_forked_and_its_scratch_with_it() -> None:
+    """A template killed outright (SIGKILL, the OOM killer) takes its episode leaders along
+    by their parent-death signal; the host kills what they forked and removes the rest."""
+    marker = f"evopolicy-test-{uuid.uuid4().hex}"
+    policy = policy_with_act(
+        "return 0", top=f"{IMPORTS}\nMARK = {marker!r}\n{EXEC_SLEEPER}", init=LEAVERS["daemon"]
+    )
+    runner = Runner()
+    daemons: list[int] = []
+    try:
+        with tempfile.TemporaryDirectory() as store:
+            program = capture_files({"policy.py": policy}, Path(store))
+            limits = FAST.limits
+            with runner.open(
+                program.path,
+                ProcessLimits(),
+                act_seconds=limits.act_seconds,
+                startup_seconds=limits.startup_seconds,
+                episode_seconds=limits.episode_seconds,
+            ) as proc:
+                proc.start({"task_id": "t", "observation_space": {}, "action_space": {}})
+                daemons = pids_with_cmdline(marker)
+                assert daemons, proc.output()
+                template = runner.template_pid
+                assert template is not None
+                with open(f"/proc/{template}/cmdline", "rb") as f:
+                    scratch_root = Path(f.read().split(b"\0")[-2].decode())
+                assert scratch_root.name.startswith("evopolicy-scratch-"), scratch_root
+                os.kill(template, signal.SIGKILL)
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and (
+                    scratch_root.exists()
+                    or any(process_state(p) not in (None, "Z") for p in daemons)
+                ):
+                    time.sleep(0.05)
+                assert [p for p in daemons if process_state(p) not in (None, "Z")] == []
+                assert not scratch_root.exists()
+    finally:
+        runner.close()
+        for pid in daemons:  # never leave a sleeper behind, even when the test fails
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    # The killed processes are reaped by init, whenever it gets to it: then their groups go.
+    deadline = time.monotonic() + 60
+    while left := list(Path("/sys/fs/cgroup").glob(f"*/evopolicy-{os.getpid()}-{template}")):
+        assert time.monotonic() < deadline, f"the runner's cgroups stayed: {left}"
+        time.sleep(0.1)
 
 
 def test_a_killed_host_takes_its_policy_processes_and_their_daemons_with_it(
