@@ -140,6 +140,10 @@ class PolicyProcess:
         self._poll = select.poll()
         self._poll.register(actions_r, select.POLLIN)
         self._poll.register(output_r, select.POLLIN)
+        self._write_poll = select.poll()  # room in the observation pipe, or output to drain
+        self._write_poll.register(observations_w, select.POLLOUT)
+        self._write_poll.register(output_r, select.POLLIN)
+        os.set_blocking(observations_w, False)
         self._output_open = True
         self.spin = spin
         self.confined = False
@@ -210,15 +214,41 @@ class PolicyProcess:
             self._write_pipe(data)
             box.sent_on_pipe()
         if box.peer_asleep():
-            self._write_pipe(_WAKE)
+            try:
+                os.write(self._obs_w, _WAKE)
+            except BlockingIOError:
+                pass  # the pipe is full: the sleeper has plenty to wake it
+            except BrokenPipeError:
+                self._died()
 
     def _write_pipe(self, data: bytes) -> None:
+        """Write ``data`` whole. The pipe is non-blocking: a policy that stops reading
+        what the host sends gets the act deadline to start again, then a timeout,
+        instead of holding the host in a write forever."""
+        view = memoryview(data)
+        deadline: float | None = None
         try:
-            written = os.write(self._obs_w, data)
-            if written < len(data):  # a frame larger than the pipe's buffer
-                view = memoryview(data)[written:]
-                while view:
+            while view:
+                try:
                     view = view[os.write(self._obs_w, view) :]
+                    continue
+                except BlockingIOError:
+                    pass
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = min(now + self.act_seconds, self.episode_deadline)
+                if now >= deadline:
+                    if now >= self.episode_deadline:
+                        self._timed_out("the episode")
+                    raise PolicyFailure(
+                        Failure.TIMEOUT,
+                        f"the policy stopped reading what the host sends ({self.act_seconds:g} s "
+                        "without taking any of it)",
+                    )
+                ms = max(1, int((deadline - now) * 1000 + 0.999))
+                for fd, _event in self._write_poll.poll(ms):
+                    if fd == self._out_r:
+                        self._drain_output()  # it may be stuck writing its output
         except BrokenPipeError:
             self._died()
 
@@ -346,6 +376,7 @@ class PolicyProcess:
             self._output.feed(data)
         else:
             self._poll.unregister(self._out_r)
+            self._write_poll.unregister(self._out_r)
             self._output_open = False
 
     def _timed_out(self, what: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,50 @@ def test_the_mailbox_descriptor_does_not_reach_the_program(runner: Runner, tmp_p
     """
     _answers, output = episode(runner, program(tmp_path, source), 256, [[0]])
     assert "evopolicy-mailbox" not in output, output
+
+
+FLOODER = """
+import os, struct, threading, time
+
+ACTION = struct.pack("<IB", 10, ord("A")) + b"i" + bytes(8)
+
+def flood():
+    while True:
+        try:
+            os.write(4, ACTION)  # answers without reading anything
+        except OSError:
+            return
+        time.sleep(0.001)
+
+def make_policy(context):
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        threading.Thread(target=flood, daemon=True).start()
+        time.sleep(60)  # never reads the next observation
+"""
+
+
+@pytest.mark.parametrize("spin", [0, 256])
+def test_a_policy_that_stops_reading_cannot_hold_the_host_in_a_write(
+    runner: Runner, tmp_path: Path, spin: int
+) -> None:
+    # Observations too large for the pipe's buffer (and, spinning, for the mailbox's slot).
+    big = np.zeros(mailbox.H2P_SLOT // 8 + 1 if spin else 1 << 15, dtype=np.int64)
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            episode(runner, program(tmp_path, FLOODER), spin, [big] * 4)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the host is stuck writing to a policy that reads nothing"
+    failure = outcome[0]
+    assert isinstance(failure, PolicyFailure), failure
+    assert failure.code == Failure.TIMEOUT and "stopped reading" in failure.message, failure
