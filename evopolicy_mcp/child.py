@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from evopolicy_mcp import confine, frames
 from evopolicy_mcp.confine import FD_ACTIONS, FD_OBSERVATIONS
-from evopolicy_mcp.mailbox import CHECKS_PER_TRY, NAP_SECONDS, ON_PIPE, Mailbox
+from evopolicy_mcp.mailbox import CHECKS_PER_TRY, MAX_NAP_SECONDS, NAP_SECONDS, ON_PIPE, Mailbox
 from evopolicy_mcp.policy import PolicyContext
 
 __all__ = ["run_policy"]
@@ -80,6 +80,7 @@ def _receive_boxed(box: Mailbox, reader: frames.FrameReader, spin: int) -> tuple
     """The next host message from the mailbox, or from the pipe when it says so."""
     tries = max(1, spin * CHECKS_PER_TRY)
     on_pipe = False
+    nap = NAP_SECONDS
     chunk: bytes | None = None
     while True:
         if not on_pipe:
@@ -102,7 +103,8 @@ def _receive_boxed(box: Mailbox, reader: frames.FrameReader, spin: int) -> tuple
             if box.pending():
                 box.sleeping(False)
                 continue
-        ready, _, _ = select.select([FD_OBSERVATIONS], [], [], None if on_pipe else NAP_SECONDS)
+        ready, _, _ = select.select([FD_OBSERVATIONS], [], [], None if on_pipe else nap)
+        nap = min(2 * nap, MAX_NAP_SECONDS)
         box.sleeping(False)
         if not ready:
             continue

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from evopolicy_mcp.sandbox import Sandbox
 
 __all__ = [
+    "EXIT_SPARE_FAILED",
     "EXIT_UNCONFINED",
     "FD_ACTIONS",
     "FD_OBSERVATIONS",
@@ -41,6 +42,7 @@ FD_OBSERVATIONS = 3
 FD_ACTIONS = 4
 # Exit status of a policy process whose sandbox could not be applied: a host fault.
 EXIT_UNCONFINED = 71
+EXIT_SPARE_FAILED = 70  # a spare process failed before its episode (see evopolicy_mcp.zygote)
 
 PR_SET_PDEATHSIG = 1
 PR_GET_DUMPABLE = 3

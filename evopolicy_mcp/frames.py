@@ -18,6 +18,7 @@ import math
 import os
 import re
 import struct
+import time
 from typing import Any
 
 __all__ = [
@@ -377,18 +378,23 @@ class FrameReader:
         return len(self._buf)
 
 
-def spin_read(fd: int, poller: Any, tries: int, polite: bool = False) -> bytes | None:
+def spin_read(
+    fd: int, poller: Any, tries: int, polite: bool = False, until: float | None = None
+) -> bytes | None:
     """Poll a non-blocking pipe ``tries`` times without sleeping, then read it; None if
     nothing came. ``poller`` is a ``select.poll`` with only ``fd`` registered;
-    ``polite`` yields the CPU before each try, to whatever else wants it.
+    ``polite`` yields the CPU before each try, to whatever else wants it, and
+    stops at the monotonic time ``until`` (a yield can take milliseconds).
 
     Both ends of a hand-over spin with it before they sleep (see ``Runner.open``).
     A zero-timeout poll costs half a microsecond here, a read that finds the pipe
     empty three times that (it raises)."""
     poll = poller.poll
-    for _ in range(tries):
+    for n in range(tries):
         if polite:
             os.sched_yield()
+            if until is not None and n % 64 == 63 and time.monotonic() >= until:
+                return None
         if poll(0):
             try:
                 return os.read(fd, 1 << 16)

@@ -30,9 +30,10 @@ send itself garbage: the host decodes a copy, under the same bounds as a
 pipe frame. Stores become visible in program order only on x86-64 (TSO),
 so the mailbox is used there and nowhere else (:func:`supported`).
 
-A sleeper sets its flag, checks once more, then sleeps at most
-:data:`NAP_SECONDS` at a time: a wake-up lost to the store/load reordering
-x86 does allow costs at most that, never a hang.
+A sleeper sets its flag, checks once more, then sleeps for a nap that starts
+at :data:`NAP_SECONDS` and doubles up to :data:`MAX_NAP_SECONDS`: a wake-up
+lost to the store/load reordering x86 does allow costs at most that, never a
+hang, and a long wait costs the sleeper a few wake-ups a second.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ import mmap
 import os
 import platform
 import struct
+import time
 
 __all__ = [
     "H2P_SLOT",
+    "MAX_NAP_SECONDS",
     "NAP_SECONDS",
     "CHECKS_PER_TRY",
     "ON_PIPE",
@@ -59,7 +62,9 @@ H2P_SLOT = 4 << 20  # observations and the context; larger frames take the pipe
 P2H_SLOT = (1 << 20) + 64  # actions: the host takes none larger (MAX_ACTION_FRAME)
 _HEADER = 4096
 SIZE = _HEADER + H2P_SLOT + P2H_SLOT
-NAP_SECONDS = 0.001
+NAP_SECONDS = 0.001  # a sleeper's first nap; each next one is twice as long ...
+MAX_NAP_SECONDS = 0.05  # ... up to this: a lost wake-up costs at most this much
+_BREATHE = 256  # looks between two moments without the GIL, for the host's other threads
 CHECKS_PER_TRY = 8  # mailbox looks per spin try (a try at a pipe costs about eight looks)
 ON_PIPE = b"\xff\xff\xff\xff"  # in a slot: the frame with this sequence number is on the pipe
 
@@ -174,9 +179,11 @@ class Mailbox:
         """:meth:`take` until a message comes, at most ``tries`` looks."""
         mm, at, last = self._mm, self._in_seq, self.received
         unpack = _SEQ.unpack_from
-        for _ in range(tries):
+        for n in range(tries):
             if unpack(mm, at)[0] > last:
                 return self.take()
+            if n % _BREATHE == _BREATHE - 1:
+                time.sleep(0)  # lets go of the GIL: other workers and the server run
         return None
 
     def sleeping(self, asleep: bool) -> None:

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from evopolicy_mcp import frames, mailbox
+from evopolicy_mcp.confine import EXIT_SPARE_FAILED, EXIT_UNCONFINED
 from evopolicy_mcp.mailbox import Mailbox
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ OUTPUT_TAIL = 6144
 MAX_ACTION_FRAME = 1 << 20
 EXIT_GRACE_SECONDS = 5.0
 STARTUP_SPIN_TRIES = 16384  # some 20 ms of polling and yielding while a policy process starts
+POLITE_SPIN_SECONDS = 0.025  # ... and never longer, however long each yield takes
 _WAKE = frames.frame(frames.WAKE)
 _KILLED_BY_HOST = -1  # sentinel exit status: the host had to kill a process that would not exit
 
@@ -146,7 +148,8 @@ class PolicyProcess:
         os.set_blocking(observations_w, False)
         self._output_open = True
         self.spin = spin
-        self.confined = False
+        self.confined = False  # a frame came from it: its program may have run
+        self._confined_frame = False  # its CONFINED frame was taken from the pipe
         if spin:
             os.set_blocking(actions_r, False)
             self._spin_poll = select.poll()
@@ -175,8 +178,8 @@ class PolicyProcess:
         self._expect(frames.READY, deadline, "start-up", spin=spin, polite=True)
 
     def act(self, observation: Any) -> Any:
-        self._write(frames.frame(frames.OBSERVATION, observation))
-        deadline = time.monotonic() + self.act_seconds
+        deadline = time.monotonic() + self.act_seconds  # for sending it and the answer
+        self._write(frames.frame(frames.OBSERVATION, observation), deadline)
         box = self._box
         if box is not None:
             # The usual hand-over: the ACTION comes in the mailbox while spinning.
@@ -205,13 +208,13 @@ class PolicyProcess:
 
     # -- internals -----------------------------------------------------------
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes, deadline: float | None = None) -> None:
         box = self._box
         if box is None:
-            self._write_pipe(data)
+            self._write_pipe(data, deadline)
             return
         if not box.send(data):
-            self._write_pipe(data)
+            self._write_pipe(data, deadline)
             box.sent_on_pipe()
         if box.peer_asleep():
             try:
@@ -221,12 +224,11 @@ class PolicyProcess:
             except BrokenPipeError:
                 self._died()
 
-    def _write_pipe(self, data: bytes) -> None:
+    def _write_pipe(self, data: bytes, deadline: float | None = None) -> None:
         """Write ``data`` whole. The pipe is non-blocking: a policy that stops reading
-        what the host sends gets the act deadline to start again, then a timeout,
-        instead of holding the host in a write forever."""
+        what the host sends gets until ``deadline`` (by default the act deadline from
+        now) to start again, then a timeout, instead of holding the host in a write."""
         view = memoryview(data)
-        deadline: float | None = None
         try:
             while view:
                 try:
@@ -236,7 +238,8 @@ class PolicyProcess:
                     pass
                 now = time.monotonic()
                 if deadline is None:
-                    deadline = min(now + self.act_seconds, self.episode_deadline)
+                    deadline = now + self.act_seconds
+                deadline = min(deadline, self.episode_deadline)
                 if now >= deadline:
                     if now >= self.episode_deadline:
                         self._timed_out("the episode")
@@ -265,13 +268,16 @@ class PolicyProcess:
         deadline = min(deadline, self.episode_deadline)
         spin = self.spin if spin is None else spin
         box = self._box
+        until = min(deadline, time.monotonic() + POLITE_SPIN_SECONDS) if polite else deadline
+        nap = mailbox.NAP_SECONDS
         while True:
             if box is not None and not on_pipe:
-                got = self._spin_box(box, spin, polite)
+                got = self._spin_box(box, spin, polite, until)
                 spin = 0  # spun once: from now on, one look at the mailbox per wake-up
                 if got == mailbox.ON_PIPE:
                     on_pipe = True
                 elif got is not None:
+                    self.confined = True  # nothing comes from a process before it is
                     got_kind, payload = self._parse(got)
                     return self._accept(kind, got_kind, payload)
             try:
@@ -282,9 +288,11 @@ class PolicyProcess:
                 ) from None
             data = b""
             if got_frame is not None:
-                if got_frame[0] == frames.CONFINED and not self.confined:
-                    self.confined = True  # always on the pipe, before the mailbox is used
+                if got_frame[0] == frames.CONFINED and not self._confined_frame:
+                    self._confined_frame = True  # always on the pipe, before the mailbox
+                    self.confined = True
                     continue
+                self.confined = True
                 if box is not None:
                     if got_frame[0] == frames.WAKE:
                         continue
@@ -292,7 +300,8 @@ class PolicyProcess:
                     on_pipe = False
                 return self._accept(kind, got_frame[0], got_frame[1])
             if spin and box is None:
-                spun = frames.spin_read(self._act_r, self._spin_poll, spin, polite)
+                spun = frames.spin_read(self._act_r, self._spin_poll, spin, polite, until)
+                spin = 0
                 if spun is not None:
                     if not spun:
                         self._died()
@@ -308,7 +317,8 @@ class PolicyProcess:
                 if box.pending():
                     box.sleeping(False)
                     continue
-                remaining = min(remaining, mailbox.NAP_SECONDS)
+                remaining = min(remaining, nap)
+                nap = min(2 * nap, mailbox.MAX_NAP_SECONDS)
             events = self._poll.poll(max(1, int(remaining * 1000 + 0.999)))
             if box is not None:
                 box.sleeping(False)
@@ -324,14 +334,16 @@ class PolicyProcess:
                     self._drain_output()
 
     @staticmethod
-    def _spin_box(box: Mailbox, spin: int, polite: bool) -> bytes | None:
+    def _spin_box(box: Mailbox, spin: int, polite: bool, until: float) -> bytes | None:
         if not polite:
             return box.spin(max(1, spin * mailbox.CHECKS_PER_TRY))
-        for _ in range(max(1, spin)):
+        for tries in range(max(1, spin)):
             os.sched_yield()  # start-up: the template, or the spare it forks, may want the CPU
             got = box.spin(mailbox.CHECKS_PER_TRY)
             if got is not None:
                 return got
+            if tries % 64 == 63 and time.monotonic() >= until:
+                break  # a yield can take milliseconds on a busy CPU: the clock bounds it
         return None
 
     @staticmethod
@@ -391,11 +403,18 @@ class PolicyProcess:
     def _died(self) -> None:
         """The action pipe closed: tell a crash (the process exited) from a protocol breach.
 
-        Before its CONFINED frame no program code has run in the process, so its
-        death there is the host's fault (the sandbox could not be applied), never
-        charged to the policy."""
+        A process that could not be confined, or whose spare failed, exits with a
+        status of its own before any program code runs: that is the host's fault,
+        never charged to the policy. Any other death is the policy's, even before
+        the host saw a frame of it (a program can read its own CONFINED frame back
+        out of its pipe)."""
         status = self._runner._wait_exit(self.episode, 0.5, kill_after=True)
-        if not self.confined:
+        host_exit = (
+            status is not _KILLED_BY_HOST
+            and os.WIFEXITED(status)
+            and os.WEXITSTATUS(status) in (EXIT_UNCONFINED, EXIT_SPARE_FAILED)
+        )
+        if not self.confined and host_exit:
             raise RunnerError(
                 f"a policy process died before it was confined (wait status {status}); "
                 "see the server's stderr or run `evopolicy-mcp doctor`"

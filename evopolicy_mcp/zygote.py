@@ -203,7 +203,7 @@ class Template:
                     )
                 except OSError:
                     pass
-            os._exit(70)
+            os._exit(confine.EXIT_SPARE_FAILED)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, TEMPLATE_SIGNALS)
         theirs.close()
         self.scratch[pid] = scratch

@@ -8,8 +8,12 @@ that scribbles on the shared pages sends only itself garbage.
 from __future__ import annotations
 
 import os
+import select
+import subprocess
+import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -279,3 +283,65 @@ def test_a_policy_that_stops_reading_cannot_hold_the_host_in_a_write(
     failure = outcome[0]
     assert isinstance(failure, PolicyFailure), failure
     assert failure.code == Failure.TIMEOUT and "stopped reading" in failure.message, failure
+
+
+CRASH_LATER = """
+import os, signal, threading, time
+
+def crash():
+    time.sleep(0.1)
+    os.kill(os.getpid(), signal.SIGSEGV)  # while the main thread waits for the host
+
+def make_policy(context):
+    threading.Thread(target=crash, daemon=True).start()
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        return 0
+"""
+
+
+@pytest.mark.parametrize("spin", [0, 256])
+def test_a_policy_dying_while_it_waits_is_a_crash_never_a_host_fault(
+    runner: Runner, tmp_path: Path, spin: int
+) -> None:
+    lim = FAST.limits
+    path = program(tmp_path, CRASH_LATER)
+    with runner.open(
+        path,
+        ProcessLimits(),
+        act_seconds=lim.act_seconds,
+        startup_seconds=lim.startup_seconds,
+        episode_seconds=lim.episode_seconds,
+        spin=spin,
+    ) as proc:
+        proc.start(CONTEXT)
+        time.sleep(0.3)  # it went to sleep waiting for an observation, then died
+        with pytest.raises(PolicyFailure) as failed:
+            for _ in range(3):
+                proc.act([0.0])
+    assert failed.value.code == Failure.CRASHED, failed.value
+    assert "SIGSEGV" in failed.value.message
+
+
+def test_a_polite_spin_stops_at_its_time_even_when_yields_are_slow() -> None:
+    r, w = os.pipe()
+    hog = subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {0})
+    )
+    mine = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {0})  # each yield now hands the CPU to the hog for a while
+        os.set_blocking(r, False)
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
+        started = time.monotonic()
+        assert frames.spin_read(r, poller, 10**9, True, started + 0.05) is None
+        assert time.monotonic() - started < 2.0, "a billion yields, unbounded"
+    finally:
+        os.sched_setaffinity(0, mine)
+        hog.kill()
+        hog.wait()
+        os.close(r)
+        os.close(w)
