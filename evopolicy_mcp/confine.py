@@ -30,6 +30,7 @@ __all__ = [
     "EXIT_SPARE_FAILED",
     "EXIT_UNCONFINED",
     "FD_ACTIONS",
+    "FD_REPORT",
     "FD_OBSERVATIONS",
     "ProcessLimits",
     "apply_limits",
@@ -40,6 +41,7 @@ __all__ = [
 # Fixed descriptors inside a policy process: observations in, actions out.
 FD_OBSERVATIONS = 3
 FD_ACTIONS = 4
+FD_REPORT = 5  # the spare's socket to the template, until it reports its confinement
 # Exit status of a policy process whose sandbox could not be applied: a host fault.
 EXIT_UNCONFINED = 71
 EXIT_SPARE_FAILED = 70  # a spare process failed before its episode (see evopolicy_mcp.zygote)
@@ -108,8 +110,12 @@ def enter_episode(
     limits: ProcessLimits,
     program_dir: str = "",
     sandbox: Sandbox | None = None,
+    report_fd: int | None = None,
 ) -> None:
     """Turn a just-forked child of the template into a confined policy process.
+
+    ``report_fd``, the spare's socket to the template, stays open on
+    :data:`FD_REPORT` for the caller to say "confined" on and close.
 
     If the sandbox cannot be applied the process exits with ``EXIT_UNCONFINED``
     before any program code runs, saying why on the template's stderr.
@@ -134,13 +140,19 @@ def enter_episode(
     observations_fd, actions_fd, output_fd = (
         fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (observations_fd, actions_fd, output_fd)
     )
+    if report_fd is not None:
+        report_fd = fcntl.fcntl(report_fd, fcntl.F_DUPFD, 10)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(output_fd, 1)
     os.dup2(output_fd, 2)
     os.dup2(observations_fd, FD_OBSERVATIONS)
     os.dup2(actions_fd, FD_ACTIONS)
-    os.closerange(FD_ACTIONS + 1, 1 << 16)  # nothing else of the template's survives
+    last = FD_ACTIONS
+    if report_fd is not None:  # kept until the report is made, right before the program runs
+        os.dup2(report_fd, FD_REPORT, inheritable=False)
+        last = FD_REPORT
+    os.closerange(last + 1, 1 << 16)  # nothing else of the template's survives
     # Print goes straight to the captured pipe: a policy killed at the end of its episode
     # loses no buffered output.
     sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115

@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from evopolicy_mcp import frames, mailbox
-from evopolicy_mcp.confine import EXIT_SPARE_FAILED, EXIT_UNCONFINED
 from evopolicy_mcp.mailbox import Mailbox
 
 if TYPE_CHECKING:
@@ -403,18 +402,12 @@ class PolicyProcess:
     def _died(self) -> None:
         """The action pipe closed: tell a crash (the process exited) from a protocol breach.
 
-        A process that could not be confined, or whose spare failed, exits with a
-        status of its own before any program code runs: that is the host's fault,
-        never charged to the policy. Any other death is the policy's, even before
-        the host saw a frame of it (a program can read its own CONFINED frame back
-        out of its pipe)."""
+        A process that died before it was confined (its program had not run) died
+        of the host's fault, never charged to the policy. Confined means: a frame
+        came from it, or it told the template so before its program ran (a program
+        can read its own CONFINED frame back out of its pipe; it cannot unsay that)."""
         status = self._runner._wait_exit(self.episode, 0.5, kill_after=True)
-        host_exit = (
-            status is not _KILLED_BY_HOST
-            and os.WIFEXITED(status)
-            and os.WEXITSTATUS(status) in (EXIT_UNCONFINED, EXIT_SPARE_FAILED)
-        )
-        if not self.confined and host_exit:
+        if not (self.confined or self._runner._confined_seen(self.episode)):
             raise RunnerError(
                 f"a policy process died before it was confined (wait status {status}); "
                 "see the server's stderr or run `evopolicy-mcp doctor`"

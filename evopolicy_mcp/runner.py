@@ -85,6 +85,7 @@ class Runner:
         self._live: set[int] = set()
         self._exits: dict[int, int | None] = {}
         self._oom_killed: set[int] = set()  # reported episodes whose memory cgroup OOM-killed
+        self._confined: set[int] = set()  # reported episodes the template saw confined
         self._detached: set[int] = set()
         self._closed = False
         self._keeper: threading.Thread | None = None
@@ -180,6 +181,8 @@ class Runner:
                     self._exits[episode] = msg.get("status") if msg["op"] == "exited" else None
                     if msg.get("oom"):
                         self._oom_killed.add(episode)
+                    if msg.get("confined"):
+                        self._confined.add(episode)
                 self._changed.notify_all()
         # The template is gone and its children with it: every live episode ends as a host fault.
         self._template_exit = proc.wait()
@@ -254,6 +257,7 @@ class Runner:
             else:
                 self._exits.pop(episode, None)
             self._oom_killed.discard(episode)
+            self._confined.discard(episode)
 
     def _wait_exit(self, episode: int, timeout: float, *, kill_after: bool = False) -> int:
         """The exit status of an episode's process, as reported by the template.
@@ -274,6 +278,15 @@ class Runner:
         if status is None:
             raise RunnerError(self._template_failure())
         return status
+
+    def _confined_seen(self, episode: int) -> bool:
+        """Whether the episode's process told the template it was confined (once reported).
+
+        It says so on its socket to the template right before that socket and the
+        rest of what it inherited are closed and its program runs: unlike a frame
+        on its pipe, a program can neither take that back nor fake its absence."""
+        with self._changed:
+            return episode in self._confined
 
     def _oom_kill_seen(self, episode: int) -> bool:
         """Whether the episode's memory cgroup OOM-killed one of its processes (once reported)."""

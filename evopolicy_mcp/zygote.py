@@ -74,6 +74,7 @@ PRELOAD = (
 MAX_CONTROL_MESSAGE = 1 << 16
 SPARE_IDLE_SECONDS = 0.002  # fork the next spare once the template has been idle this long
 RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
+CONFINED_REPORT = b"confined"
 MAX_UNTIDY = 4  # ended episodes whose scratch may wait for an idle moment (each up to its quota)
 TEMPLATE_SIGNALS = {signal.SIGTERM, signal.SIGCHLD, signal.SIGINT}
 
@@ -109,6 +110,10 @@ class Template:
         self.retired: list[cgroups.EpisodeGroup] = []
         # What reported episodes held and is not freed yet: (scratch directory, cgroups).
         self.untidy: list[tuple[str | None, cgroups.EpisodeGroup | None]] = []
+        # Sockets of handed-over spares not yet confined, and the episodes that are.
+        self.selector = selectors.DefaultSelector()
+        self.reports: dict[int, socket.socket] = {}
+        self.confined: set[int] = set()
 
     # -- host requests -------------------------------------------------------
 
@@ -142,7 +147,9 @@ class Template:
         finally:
             for fd in fds:
                 os.close(fd)
-        sock.close()
+        sock.setblocking(False)
+        self.reports[episode] = sock  # until it says it is confined (or closes it)
+        self.selector.register(sock, selectors.EVENT_READ, episode)
         self.leaders[pid] = episode
         self.pids[episode] = pid
 
@@ -248,7 +255,7 @@ class Template:
         if not data or len(fds) not in (3, 4):
             return
         msg = json.loads(data)
-        sock.close()
+        report = sock.detach()  # kept until the process is confined, then closed
         box = None
         if len(fds) == 4:  # the episode's mailbox: mapped now, its descriptor closed
             box = mailbox.Mailbox(fds[3], host=False)
@@ -266,7 +273,12 @@ class Template:
             limits=confine.ProcessLimits(**msg["limits"]),
             program_dir=program,
             sandbox=self.sandbox,
+            report_fd=report,
         )
+        try:  # the template's proof, which no program can unsay, that no fault of its came after
+            os.write(confine.FD_REPORT, CONFINED_REPORT)
+        finally:
+            os.close(confine.FD_REPORT)
         run_policy(program, int(msg.get("spin", 0)), box)
 
     def kill(self, episode: int) -> None:
@@ -344,12 +356,21 @@ class Template:
             if episode is not None:
                 ended.append((episode, pid, status))
         for episode, pid, status in ended:
+            self.take_report(episode)  # it came, if it did, before the process ended
+            if episode in self.reports:  # it ended without: the socket goes with it
+                sock = self.reports.pop(episode)
+                self.selector.unregister(sock)
+                sock.close()
+            confined = episode in self.confined
+            self.confined.discard(episode)
             group = self.group_of.pop(pid, None)
             self.end_group(group)  # nothing of the episode is left to use its scratch
             self.pids.pop(episode, None)
             oom = group is not None and group.oom_kills() > 0
             self.untidy.append((self.scratch.pop(pid, None), group))
-            self.send({"op": "exited", "id": episode, "status": status, "oom": oom})
+            self.send(
+                {"op": "exited", "id": episode, "status": status, "oom": oom, "confined": confined}
+            )
         if len(self.untidy) > MAX_UNTIDY:  # never idle for long: free them now
             self.tidy()
 
@@ -378,6 +399,22 @@ class Template:
                 except ChildProcessError:
                     pass  # not its child (its parent in the episode reaps it) or gone
             members = group.processes() or []
+
+    def take_report(self, episode: int) -> None:
+        """Read whether an episode's process said it is confined; its socket goes then."""
+        sock = self.reports.pop(episode, None)
+        if sock is None:
+            return
+        try:
+            if sock.recv(16) == CONFINED_REPORT:
+                self.confined.add(episode)
+        except (BlockingIOError, InterruptedError):
+            self.reports[episode] = sock  # nothing yet: keep listening
+            return
+        except OSError:
+            pass
+        self.selector.unregister(sock)
+        sock.close()
 
     def tidy(self) -> None:
         """Free the scratch directories and cgroups of reported episodes (when idle)."""
@@ -420,7 +457,7 @@ class Template:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        sel = selectors.DefaultSelector()
+        sel = self.selector
         sel.register(self.control, selectors.EVENT_READ, "control")
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
@@ -446,6 +483,9 @@ class Template:
                     self.remove_retired()
             # Requests before reaping: a spawn must not wait behind another episode's end.
             for key, _ in sorted(events, key=lambda event: event[0].data != "control"):
+                if isinstance(key.data, int):  # an episode's process, about its confinement
+                    self.take_report(key.data)
+                    continue
                 if key.data == "wake":
                     try:
                         while os.read(self.wake_r, 512):

@@ -25,7 +25,7 @@ from kernel_support import FAST, policy_with_act
 from evopolicy_mcp import frames, mailbox
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.mailbox import Mailbox
-from evopolicy_mcp.process import Failure, PolicyFailure
+from evopolicy_mcp.process import Failure, PolicyFailure, RunnerError
 from evopolicy_mcp.runner import Runner
 
 pytestmark = pytest.mark.skipif(not mailbox.supported(), reason="the mailbox is x86-64 only")
@@ -345,3 +345,40 @@ def test_a_polite_spin_stops_at_its_time_even_when_yields_are_slow() -> None:
         hog.wait()
         os.close(r)
         os.close(w)
+
+
+STEAL_CONFINED = """
+import os
+
+def make_policy(context):
+    # Its own action pipe opened for reading: the CONFINED frame taken back before the
+    # host sees it, then the exit status a process that could not be confined has.
+    fd = os.open("/proc/self/fd/4", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.read(fd, 64)
+    except BlockingIOError:
+        pass
+    os._exit(71)
+"""
+
+
+@pytest.mark.parametrize("spin", [0, 256])
+def test_a_program_cannot_pass_its_death_off_as_a_host_fault(
+    runner: Runner, tmp_path: Path, spin: int
+) -> None:
+    with pytest.raises(PolicyFailure) as failed:
+        episode(runner, program(tmp_path, STEAL_CONFINED), spin, [])
+    assert failed.value.code == Failure.CRASHED, failed.value
+    assert "code 71" in failed.value.message
+
+
+@pytest.mark.parametrize("spin", [0, 256])
+def test_a_process_that_dies_before_it_is_confined_is_a_host_fault(
+    runner: Runner, tmp_path: Path, spin: int
+) -> None:
+    # The host hands over a program that is not there: the spare fails copying it, before
+    # any program code could run. That is never charged to a policy.
+    with pytest.raises(RunnerError, match="before it was confined"):
+        episode(runner, str(tmp_path / "missing"), spin, [])
+    answers, _ = episode(runner, program(tmp_path, MAPS), spin, [[1, 1]])
+    assert answers == [2], "the runner serves the next episode"
