@@ -47,6 +47,7 @@ import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from evopolicy_mcp import cgroups, confine, linux, mailbox, sandbox
@@ -302,21 +303,12 @@ class Template:
 
     def sweep(self) -> None:
         """Kill every child that is not a live episode leader: leftovers of ended episodes."""
-        for _ in range(1000):
+
+        def strays() -> list[int]:
             spare = self.spare[0] if self.spare else None
-            strays = [p for p in self.children() if p not in self.leaders and p != spare]
-            if not strays:
-                return
-            for p in strays:
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            for p in strays:
-                try:
-                    os.waitpid(p, 0)
-                except ChildProcessError:
-                    pass
+            return [p for p in self.children() if p not in self.leaders and p != spare]
+
+        kill_until_gone(strays)
 
     def reap(self) -> None:
         """Report every ended episode once nothing of it is left; free its scratch later.
@@ -381,24 +373,10 @@ class Template:
         every child of the template that is not a live leader or the spare (an
         episode's orphans are reparented here, but so are those of episodes
         still running: only cgroups tell them apart)."""
-        members = group.processes() if group is not None else None
-        if group is None or members is None:
+        if group is None or group.processes() is None:
             self.sweep()
             return
-        for _ in range(1000):
-            if not members:
-                return
-            for p in members:
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            for p in members:
-                try:
-                    os.waitpid(p, 0)  # orphans are the template's children: reap them
-                except ChildProcessError:
-                    pass  # not its child (its parent in the episode reaps it) or gone
-            members = group.processes() or []
+        kill_until_gone(lambda: group.processes() or [])
 
     def take_report(self, episode: int) -> None:
         """Read whether an episode's process said it is confined; its socket goes then."""
@@ -507,6 +485,25 @@ class Template:
                 elif msg["op"] == "exit":
                     self.shutdown()
             self.reap()  # a SIGCHLD can race the selector; reaping is cheap and idempotent
+
+
+def kill_until_gone(find: Callable[[], list[int]]) -> None:
+    """SIGKILL the processes ``find`` names, and reap those that are children of this
+    process (others are reaped by their parents), until it names none."""
+    for _ in range(1000):
+        pids = find()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass  # not a child of this process, or gone
 
 
 def copy_program(source: str, target: str) -> None:
