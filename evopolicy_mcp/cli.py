@@ -118,10 +118,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from evopolicy_mcp import mailbox
+    from evopolicy_mcp.evaluation import ThreadExecutor
     from evopolicy_mcp.sandbox import Isolation, probe
 
     found = probe()
     print(found.text())
+    pool = ThreadExecutor()
+    place = pool.placement(0)
+    if place.spin:
+        how = "a CPU each for a worker and its policy process, which spin, " + (
+            "through a shared-memory mailbox"
+            if mailbox.supported()
+            else "on their pipes (the mailbox is x86-64 only)"
+        )
+    else:
+        how = "a worker and its policy process share a CPU and sleep between hand-overs"
+    cpus = len(pool.cpus)
+    print(
+        f"   info  hand-over   {cpus} CPU{'s' if cpus != 1 else ''}, {pool.workers} worker"
+        f"{'s' if pool.workers != 1 else ''} by default: {how}"
+    )
     missing = found.missing(Isolation())
     if missing:
         print(

@@ -336,3 +336,24 @@ def test_a_syntax_error_names_the_line_to_fix(run: Callable[[str], Result]) -> N
 def test_an_adapter_fault_is_reported_as_a_host_fault(run: Callable[[str], Result]) -> None:
     err = run("adapter-fault").err
     assert "adapter fault" in err and "policy failure" not in err
+
+
+def test_doctor_names_every_layer_and_how_episodes_hand_over(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from evopolicy_mcp import mailbox
+    from evopolicy_mcp.sandbox import LAYERS, Isolation, probe
+
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    found = probe()
+    for layer in LAYERS:
+        mark = "ok" if found.layers[layer].available else "MISSING"
+        assert any(line.split()[:2] == [mark, layer] for line in out.splitlines()), (layer, out)
+    assert code == (1 if found.missing(Isolation()) else 0)
+    hand_over = next(line for line in out.splitlines() if "hand-over" in line)
+    cpus = len(os.sched_getaffinity(0))
+    assert f"{cpus} CPU" in hand_over
+    if cpus >= 2:
+        assert "spin" in hand_over
+        assert ("mailbox" in hand_over) == mailbox.supported()
