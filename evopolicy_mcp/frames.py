@@ -23,7 +23,6 @@ from typing import Any
 
 __all__ = [
     "ACTION",
-    "CONFINED",
     "CONTEXT",
     "ERROR",
     "OBSERVATION",
@@ -43,7 +42,6 @@ __all__ = [
 # Message kinds. Host -> policy: CONTEXT, OBSERVATION, STOP. Policy -> host: READY, ACTION, ERROR.
 CONTEXT, OBSERVATION, STOP = ord("C"), ord("O"), ord("X")
 READY, ACTION, ERROR = ord("R"), ord("A"), ord("E")
-CONFINED = ord("K")  # policy -> host, before any program code: the sandbox is in place
 WAKE = ord("W")  # either way, on a pipe: look at the mailbox (:mod:`evopolicy_mcp.mailbox`)
 
 MAX_DEPTH = 32

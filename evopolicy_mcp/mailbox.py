@@ -21,9 +21,9 @@ the slot goes through the sender's pipe instead, and the slot then holds
 :data:`ON_PIPE`. The pipes stay: they carry those frames, a ``WAKE``
 frame to a receiver that went to sleep, and the end of the process.
 
-Every message in a mailbox answers one from the other side (the policy's
-first, CONFINED, takes the pipe), so an honest sender never rewrites a slot
-its peer may still be copying. The receiver copies a frame out before it
+Every message in a mailbox answers one from the other side (the host's
+CONTEXT is answered by READY, each OBSERVATION by an ACTION), so an honest
+sender never rewrites a slot its peer may still be copying. The receiver copies a frame out before it
 reads it, bounded by the slot,
 so a policy that scribbles on the shared pages at any moment can only
 send itself garbage: the host decodes a copy, under the same bounds as a

@@ -147,8 +147,6 @@ class PolicyProcess:
         os.set_blocking(observations_w, False)
         self._output_open = True
         self.spin = spin
-        self.confined = False  # a frame came from it: its program may have run
-        self._confined_frame = False  # its CONFINED frame was taken from the pipe
         if spin:
             os.set_blocking(actions_r, False)
             self._spin_poll = select.poll()
@@ -276,7 +274,6 @@ class PolicyProcess:
                 if got == mailbox.ON_PIPE:
                     on_pipe = True
                 elif got is not None:
-                    self.confined = True  # nothing comes from a process before it is
                     got_kind, payload = self._parse(got)
                     return self._accept(kind, got_kind, payload)
             try:
@@ -287,11 +284,6 @@ class PolicyProcess:
                 ) from None
             data = b""
             if got_frame is not None:
-                if got_frame[0] == frames.CONFINED and not self._confined_frame:
-                    self._confined_frame = True  # always on the pipe, before the mailbox
-                    self.confined = True
-                    continue
-                self.confined = True
                 if box is not None:
                     if got_frame[0] == frames.WAKE:
                         continue
@@ -403,11 +395,10 @@ class PolicyProcess:
         """The action pipe closed: tell a crash (the process exited) from a protocol breach.
 
         A process that died before it was confined (its program had not run) died
-        of the host's fault, never charged to the policy. Confined means: a frame
-        came from it, or it told the template so before its program ran (a program
-        can read its own CONFINED frame back out of its pipe; it cannot unsay that)."""
+        of the host's fault, never charged to the policy. It tells the template it is
+        confined right before its program runs, where no program can unsay it."""
         status = self._runner._wait_exit(self.episode, 0.5, kill_after=True)
-        if not (self.confined or self._runner._confined_seen(self.episode)):
+        if not self._runner._confined_seen(self.episode):
             raise RunnerError(
                 f"a policy process died before it was confined (wait status {status}); "
                 "see the server's stderr or run `evopolicy-mcp doctor`"

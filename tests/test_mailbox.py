@@ -347,12 +347,12 @@ def test_a_polite_spin_stops_at_its_time_even_when_yields_are_slow() -> None:
         os.close(w)
 
 
-STEAL_CONFINED = """
+UNSAY = """
 import os
 
 def make_policy(context):
-    # Its own action pipe opened for reading: the CONFINED frame taken back before the
-    # host sees it, then the exit status a process that could not be confined has.
+    # Its own action pipe opened for reading, to take back anything it said, then the
+    # exit status a process that could not be confined has.
     fd = os.open("/proc/self/fd/4", os.O_RDONLY | os.O_NONBLOCK)
     try:
         os.read(fd, 64)
@@ -367,7 +367,7 @@ def test_a_program_cannot_pass_its_death_off_as_a_host_fault(
     runner: Runner, tmp_path: Path, spin: int
 ) -> None:
     with pytest.raises(PolicyFailure) as failed:
-        episode(runner, program(tmp_path, STEAL_CONFINED), spin, [])
+        episode(runner, program(tmp_path, UNSAY), spin, [])
     assert failed.value.code == Failure.CRASHED, failed.value
     assert "code 71" in failed.value.message
 
