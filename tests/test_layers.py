@@ -35,6 +35,7 @@ TIERS: dict[str, set[str]] = {
     "kernel": {
         "evopolicy_mcp.frames",
         "evopolicy_mcp.mailbox",
+        "evopolicy_mcp.scratch",
         "evopolicy_mcp.confine",
         "evopolicy_mcp.linux",
         "evopolicy_mcp.cgroups",
