@@ -6,13 +6,16 @@ Gymnasium; only the limits are shrunk so that misbehaving policies end fast.
 
 from __future__ import annotations
 
+import functools
 import os
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evopolicy_mcp import seeds
+import pytest
+
+from evopolicy_mcp import sandbox, seeds
 from evopolicy_mcp.evaluation import EpisodeJob, evaluate, jobs_for
 from evopolicy_mcp.feedback import EpisodeSummary, Feedback
 from evopolicy_mcp.runner import Failure, Runner
@@ -205,3 +208,16 @@ def line_of(source: str, text: str) -> int:
 def assert_failed(summary: object, code: Failure) -> None:
     assert getattr(summary, "status", None) == "failed", summary
     assert getattr(summary, "failure", None) == code, summary
+
+
+@functools.cache
+def _probe() -> sandbox.Probe:
+    return sandbox.probe()
+
+
+def needs(*layers: str) -> pytest.MarkDecorator:
+    """Skip a test unless this machine gives every one of ``layers``, saying why not."""
+    found = _probe()
+    missing = [found.layers[name] for name in layers if not found.layers[name].available]
+    reason = "; ".join(f"{layer.name} layer unavailable here: {layer.detail}" for layer in missing)
+    return pytest.mark.skipif(bool(missing), reason=reason)
