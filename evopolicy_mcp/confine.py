@@ -35,6 +35,7 @@ __all__ = [
     "ProcessLimits",
     "apply_limits",
     "enter_episode",
+    "pin",
     "prctl",
 ]
 
@@ -100,13 +101,21 @@ def apply_limits(limits: ProcessLimits) -> None:
     lower(resource.RLIMIT_CORE, 0)
 
 
+def pin(cpu: int | None) -> None:
+    """Keep the calling process on ``cpu`` (None: leave it where it is)."""
+    if cpu is not None:
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            pass  # a restricted cpuset; staying unpinned is only slower
+
+
 def enter_episode(
     observations_fd: int,
     actions_fd: int,
     output_fd: int,
     *,
     scratch_dir: str,
-    cpu: int | None,
     limits: ProcessLimits,
     program_dir: str = "",
     sandbox: Sandbox | None = None,
@@ -163,9 +172,4 @@ def enter_episode(
     tempfile: Any = sys.modules.get("tempfile")
     if tempfile is not None:  # the template's cached choice (/tmp) is out of reach
         tempfile.tempdir = scratch_dir
-    if cpu is not None:
-        try:
-            os.sched_setaffinity(0, {cpu})
-        except OSError:
-            pass  # a restricted cpuset; staying unpinned is only slower
     apply_limits(limits)

@@ -42,8 +42,8 @@ import fcntl
 import mmap
 import os
 import platform
+import select
 import struct
-import time
 
 __all__ = [
     "H2P_SLOT",
@@ -96,6 +96,7 @@ class Mailbox:
 
     __slots__ = (
         "_asleep",
+        "_breathe",
         "_in",
         "_in_cap",
         "_in_seq",
@@ -122,6 +123,11 @@ class Mailbox:
             self._asleep, self._peer_asleep = _POLICY_ASLEEP, _HOST_ASLEEP
         self.sent = 0  # messages sent
         self.received = 0  # the peer's sequence number last taken
+        # poll() with nothing to watch and no timeout lets go of the GIL and takes it back
+        # in half a microsecond. time.sleep(0) did that by sleeping: 60 us here (the timer
+        # slack), long enough to miss the answer being waited for. One per mailbox: a poll
+        # object refuses to be polled by two threads at once.
+        self._breathe = select.poll()
 
     def send(self, frame: bytes) -> bool:
         """Put ``frame`` in the slot and raise the sequence number; False if it does not
@@ -178,12 +184,12 @@ class Mailbox:
     def spin(self, tries: int) -> bytes | None:
         """:meth:`take` until a message comes, at most ``tries`` looks."""
         mm, at, last = self._mm, self._in_seq, self.received
-        unpack = _SEQ.unpack_from
+        unpack, breathe = _SEQ.unpack_from, self._breathe.poll
         for n in range(tries):
             if unpack(mm, at)[0] > last:
                 return self.take()
             if n % _BREATHE == _BREATHE - 1:
-                time.sleep(0)  # lets go of the GIL: other workers and the server run
+                breathe(0)  # lets go of the GIL: other workers and the server run
         return None
 
     def sleeping(self, asleep: bool) -> None:

@@ -113,6 +113,12 @@ class Runner:
             return self._control
 
     def _keep(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        # Started by whichever thread first needs a policy process, perhaps a worker pinned
+        # to one CPU: this thread, and the template it forks, take the process's CPUs back.
+        try:
+            os.sched_setaffinity(0, os.sched_getaffinity(os.getpid()))
+        except OSError:
+            pass
         host_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # Made here, so that it goes even if the template is killed before it can remove it.
         scratch_root = tempfile.mkdtemp(prefix="evopolicy-scratch-")

@@ -74,7 +74,7 @@ PRELOAD = (
     "importlib.util",
 )
 MAX_CONTROL_MESSAGE = 1 << 16
-SPARE_IDLE_SECONDS = 0.002  # fork the next spare once the template has been idle this long
+SPARE_IDLE_SECONDS = 0.002  # idle this long, the template forks a spare it could not fork before
 RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
 CONFINED_REPORT = b"confined"
 MAX_UNTIDY = 4  # ended episodes whose scratch may wait for an idle moment (each up to its quota)
@@ -156,7 +156,7 @@ class Template:
         self.pids[episode] = pid
 
     def make_spare(self) -> None:
-        """Fork the next policy process ahead of its episode, while the template is idle.
+        """Fork the next policy process ahead of its episode.
 
         The spare waits for its episode's parameters and descriptors, so the
         fork (the largest part of starting a process) and making its scratch
@@ -220,6 +220,15 @@ class Template:
             self.group_of[pid] = group
         self.spare = (pid, ours)
 
+    def replace_spare(self) -> None:
+        """Fork the next spare now: after a spawn, the host waits for the process it just
+        got to start (on another CPU) and leaves the template's CPU free."""
+        if self.spare is None and not self.spare_failed:
+            try:
+                self.make_spare()
+            except OSError:  # out of processes or memory for now: a spawn tries again
+                self.spare_failed = True
+
     def fit_quota(self, scratch: str, limits: confine.ProcessLimits) -> None:
         """Give a spare's scratch the episode's quota if it differs from the one it has."""
         want = (limits.disk_bytes, limits.disk_files)
@@ -257,6 +266,9 @@ class Template:
         if not data or len(fds) not in (3, 4):
             return
         msg = json.loads(data)
+        # Onto the episode's CPU before anything else: the rest of the start runs there,
+        # while the template forks the next spare on its own CPU.
+        confine.pin(msg.get("cpu"))
         report = sock.detach()  # kept until the process is confined, then closed
         box = None
         if len(fds) == 4:  # the episode's mailbox: mapped now, its descriptor closed
@@ -271,7 +283,6 @@ class Template:
         confine.enter_episode(
             *fds,
             scratch_dir=work,
-            cpu=msg.get("cpu"),
             limits=confine.ProcessLimits(**msg["limits"]),
             program_dir=program,
             sandbox=self.sandbox,
@@ -440,8 +451,8 @@ class Template:
         sel.register(self.control, selectors.EVENT_READ, "control")
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
-            # Woken while episodes run, the template takes a CPU from one of them. When it
-            # has been idle a moment: a spare first (the next spawn waits for none), then
+            # The next spare is forked right after each spawn. When the template has been
+            # idle a moment: the first spare, or one that could not be forked then; next
             # the scratch of reported episodes; retired groups go with the next spare or
             # after a long idle.
             if not (self.spare or self.spare_failed) or self.untidy:
@@ -452,10 +463,7 @@ class Template:
             spare_failed, self.spare_failed = self.spare_failed, False
             if not events:
                 if self.spare is None and not spare_failed:
-                    try:
-                        self.make_spare()
-                    except OSError:  # out of processes or memory for now: a spawn tries again
-                        self.spare_failed = True
+                    self.replace_spare()
                 elif self.untidy:
                     self.tidy()
                 else:
@@ -481,6 +489,7 @@ class Template:
                 msg = json.loads(data)
                 if msg["op"] == "spawn":
                     self.spawn(msg, fds)
+                    self.replace_spare()
                 elif msg["op"] == "kill":
                     self.kill(int(msg["id"]))
                 elif msg["op"] == "exit":
@@ -519,11 +528,11 @@ def main() -> None:
     max_processes = int(sys.argv[4]) if len(sys.argv) > 4 else cgroups.DEFAULT_MAX_PROCESSES
     groups = cgroups.Groups.enter(host_pid, max_processes)
     confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
-    # Off the first CPU, where the host's first worker thread runs: woken there, the
-    # template would queue behind it. Policy processes set their own CPU.
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) > 1:
-        os.sched_setaffinity(0, {cpus[-1]})
+    # On the first CPU, where the host's first worker thread runs. Most of the template's
+    # work comes while that worker waits for a policy process to start, yielding the CPU as
+    # it waits; anywhere else it would take turns with a policy process, which then misses
+    # its hand-overs. Spares start here too; policy processes move to their own CPU.
+    confine.pin(min(os.sched_getaffinity(0)))
     os.umask(0o077)
     # The host makes the scratch root (and removes it should this process be killed).
     scratch_root = (

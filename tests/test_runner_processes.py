@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -375,3 +376,48 @@ def test_a_policy_cannot_turn_its_episode_into_a_host_fault_by_killing_the_templ
             assert summary.status == "ok" or summary.failure == Failure.EXCEPTION, summary
     finally:
         own.close()
+
+
+# -- where the processes run ---------------------------------------------------
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_theirs(
+    tmp_path: Path,
+) -> None:
+    """A worker thread pinned to one CPU may be the first to need a policy process: the
+    template it starts must not inherit that pin. Policy processes run on the CPU their
+    worker was placed with."""
+    cpus = sorted(os.sched_getaffinity(0))
+    kernel = Kernel(tmp_path, Runner())
+    seen: dict[str, object] = {}
+
+    def pinned_worker() -> None:
+        os.sched_setaffinity(0, {cpus[-1]})  # this thread only, as a worker pins itself
+        try:
+            seen["feedback"] = kernel.evaluate(
+                "import os\n"
+                "def make_policy(context):\n"
+                "    print('CPUS', sorted(os.sched_getaffinity(0)), flush=True)\n"
+                "    return Zero()\n"
+                "class Zero:\n"
+                "    def act(self, observation):\n"
+                "        return 0\n",
+                episodes=1,
+            )
+            seen["template"] = os.sched_getaffinity(kernel.runner.template_pid or 0)
+        except BaseException as exc:
+            seen["error"] = exc
+
+    try:
+        thread = threading.Thread(target=pinned_worker)
+        thread.start()
+        thread.join(120)
+        assert "error" not in seen, seen.get("error")
+        assert seen["template"] == {cpus[0]}
+        summary = seen["feedback"].episodes[0]  # type: ignore[attr-defined]
+        assert summary.status == "ok", summary
+        # The evaluation's executor was made in the pinned thread: its one CPU is the policy's.
+        assert f"CPUS [{cpus[-1]}]" in (summary.stderr or "")
+    finally:
+        kernel.close()
