@@ -77,6 +77,7 @@ MAX_CONTROL_MESSAGE = 1 << 16
 SPARE_IDLE_SECONDS = 0.002  # idle this long, the template forks a spare it could not fork before
 RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
 CONFINED_REPORT = b"confined"
+MAX_FREE_GROUPS = 8  # emptied episode groups kept for the next spares
 MAX_UNTIDY = 4  # ended episodes whose scratch may wait for an idle moment (each up to its quota)
 TEMPLATE_SIGNALS = {signal.SIGTERM, signal.SIGCHLD, signal.SIGINT}
 
@@ -110,6 +111,7 @@ class Template:
         self.group_of: dict[int, cgroups.EpisodeGroup] = {}
         self.group_limits = default
         self.retired: list[cgroups.EpisodeGroup] = []
+        self.free_groups: list[cgroups.EpisodeGroup] = []  # emptied, for the next spares
         # What reported episodes held and is not freed yet: (scratch directory, cgroups).
         self.untidy: list[tuple[str | None, cgroups.EpisodeGroup | None]] = []
         # Sockets of handed-over spares not yet confined, and the episodes that are.
@@ -172,7 +174,9 @@ class Template:
             if self.quota is not None:
                 linux.mount_tmpfs(scratch, *self.quota)
             if self.groups is not None:
-                group = self.groups.episode(str(self.spares_made), self.group_limits)
+                group = self.free_group() or self.groups.episode(
+                    str(self.spares_made), self.group_limits
+                )
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         except OSError:
             remove_scratch(scratch, self.quota is not None)
@@ -247,6 +251,17 @@ class Template:
 
     def retire(self, group: cgroups.EpisodeGroup) -> None:
         self.retired.append(group)
+
+    def free_group(self) -> cgroups.EpisodeGroup | None:
+        """An ended episode's group, emptied, with the limits new spares get; or None."""
+        while self.free_groups:
+            group = self.free_groups.pop()
+            try:
+                group.fit(self.group_limits)
+                return group
+            except OSError:
+                self.retire(group)
+        return None
 
     def remove_retired(self) -> None:
         """Remove the groups of ended episodes (rmdir), off the reap path: with the next
@@ -370,7 +385,7 @@ class Template:
             group = self.group_of.pop(pid, None)
             self.end_group(group)  # nothing of the episode is left to use its scratch
             self.pids.pop(episode, None)
-            oom = group is not None and group.oom_kills() > 0
+            oom = group is not None and group.oom_killed()
             self.untidy.append((self.scratch.pop(pid, None), group))
             self.send(
                 {"op": "exited", "id": episode, "status": status, "oom": oom, "confined": confined}
@@ -413,7 +428,10 @@ class Template:
             if scratch is not None:
                 remove_scratch(scratch, self.quota is not None)
             if group is not None:
-                self.retire(group)
+                if len(self.free_groups) < MAX_FREE_GROUPS and group.reuse():
+                    self.free_groups.append(group)
+                else:
+                    self.retire(group)
 
     # -- loop ----------------------------------------------------------------
 
@@ -438,6 +456,7 @@ class Template:
         for pid in list(self.scratch):
             self.drop(pid)
         self.tidy()
+        self.retired += self.free_groups
         self.remove_retired()
         shutil.rmtree(self.scratch_root, ignore_errors=True)
         os._exit(0)

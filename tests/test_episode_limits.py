@@ -292,6 +292,57 @@ def test_a_child_killed_by_the_memory_limit_makes_the_episode_a_resource_limit(
     kernel.assert_healthy()
 
 
+EXIT_IN_ACT = """\
+import os
+
+def make_policy(context):
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        os._exit(1)
+"""
+
+
+@needs("memory")
+def test_an_episode_in_a_reused_group_is_not_charged_with_an_earlier_oom_kill(
+    tmp_path: Any,
+) -> None:
+    """Groups of ended episodes are emptied and given to later spares: the OOM kill of an
+    earlier episode must not make a later one in the same group a resource_limit."""
+    kernel = Kernel(tmp_path)
+    limits = ProcessLimits(memory_bytes=512 << 20, disk_bytes=16 << 20)
+
+    def failure_of(source: str) -> PolicyFailure:
+        with (
+            kernel.runner.open(
+                kernel.program(source).path,
+                limits,
+                act_seconds=20.0,
+                startup_seconds=20.0,
+                episode_seconds=30.0,
+            ) as proc,
+            pytest.raises(PolicyFailure) as failed,
+        ):
+            proc.start({"task_id": "oom", "observation_space": {}, "action_space": {}})
+            proc.act(0)
+        kernel.runner.settle()
+        time.sleep(0.2)  # the template, idle, frees the group for the next spares
+        return failed.value
+
+    try:
+        assert failure_of(CHILD_OOM).code == Failure.RESOURCE_LIMIT
+        # The spare forked with the OOM episode's spawn had a group already: the group
+        # comes back by the third episode, whichever of the next ones it reaches.
+        for _ in range(3):
+            failure = failure_of(EXIT_IN_ACT)
+            assert failure.code == Failure.CRASHED, failure
+            assert "code 1" in failure.message, failure
+        kernel.assert_healthy()
+    finally:
+        kernel.close()
+
+
 DAEMON = """\
 import os, time
 
