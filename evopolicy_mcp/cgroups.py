@@ -13,12 +13,13 @@ at its root, one tree per runner::
         <n>/                                      spare or episode n: its process cap and
                                                   memory limit (see :func:`memory_limit`)
 
-The template makes its tree before it forks anything, and an episode's group
-when it forks the episode's spare, while idle (off the critical path); it
-moves the spare in right after the fork, before the spare gets its program.
-After the episode is reaped and swept it reads whether the memory limit
-OOM-killed anything there (:meth:`EpisodeGroup.oom_kills`), then removes the
-group. The runner removes the tree once the template is gone; trees of hosts
+The template makes its tree before it forks anything, and gives each spare a
+group when it forks it (off the critical path); the spare moves itself in
+right after the fork, before it gets its program. After the episode is
+reaped and swept the template reads whether the memory limit OOM-killed
+anything there (:meth:`EpisodeGroup.oom_killed`). Then the group, emptied,
+goes to a later spare if it holds next to no memory
+(:meth:`EpisodeGroup.reuse`), or is removed. The runner removes the tree once the template is gone; trees of hosts
 that died outright are removed at the next start.
 
 A policy cannot leave its group only because ``/sys/fs/cgroup`` is out of its
@@ -40,6 +41,7 @@ __all__ = [
     "DEFAULT_MAX_PROCESSES",
     "EpisodeGroup",
     "Groups",
+    "REUSE_MAX_BYTES",
     "Hierarchy",
     "hierarchies",
     "memory_limit",
@@ -52,6 +54,9 @@ DEFAULT_MAX_PROCESSES = 512
 CGROUP = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory")
 _PREFIX = "evopolicy-"
+
+
+REUSE_MAX_BYTES = 4 << 20  # memory an emptied group may still hold and be reused
 
 
 def memory_limit(limits: ProcessLimits) -> int:
@@ -163,15 +168,36 @@ class EpisodeGroup:
         self.oom_before = 0  # OOM kills counted here before its current episode
 
     def reuse(self) -> bool:
-        """Ready an ended episode's group for the next spare; False while a process is in it.
+        """Ready an ended episode's group for the next spare: True if no process is left
+        in it and it holds at most ``REUSE_MAX_BYTES`` of memory.
 
         Making and removing a group costs the template ~0.7 ms per episode; a
-        reused one costs two reads. Its OOM count carries on, so the next
-        episode's kills are counted from here."""
+        reused one costs three reads. What an episode charged and left behind
+        (page cache of files it read) stays charged to the group, so a group
+        that holds more is removed rather than passed on. Its OOM count carries
+        on: the next episode's kills are counted from here."""
         if self.processes() != []:
+            return False
+        charged = self.charged()
+        if charged is None or charged > REUSE_MAX_BYTES:
             return False
         self.oom_before = self.oom_kills()
         return True
+
+    def charged(self) -> int | None:
+        """Bytes charged to the group's memory controller (0 without one; None unread)."""
+        for h, path in self.paths:
+            if "memory" not in h.controllers:
+                continue
+            try:
+                fd = os.open(path / ("memory.current" if h.v2 else "memory.usage_in_bytes"), 0)
+                try:
+                    return int(os.read(fd, 64))
+                finally:
+                    os.close(fd)
+            except (OSError, ValueError):
+                return None
+        return 0
 
     def oom_killed(self) -> bool:
         """Whether the memory limit killed a process of the current episode."""

@@ -101,13 +101,13 @@ def apply_limits(limits: ProcessLimits) -> None:
     lower(resource.RLIMIT_CORE, 0)
 
 
-def pin(cpu: int | None) -> None:
-    """Keep the calling process on ``cpu`` (None: leave it where it is)."""
+def pin(cpu: int | None, pid: int = 0) -> None:
+    """Keep process ``pid`` (0: the caller) on ``cpu`` (None: leave it where it is)."""
     if cpu is not None:
         try:
-            os.sched_setaffinity(0, {cpu})
+            os.sched_setaffinity(pid, {cpu})
         except OSError:
-            pass  # a restricted cpuset; staying unpinned is only slower
+            pass  # a restricted cpuset, or gone; staying unpinned is only slower
 
 
 def enter_episode(

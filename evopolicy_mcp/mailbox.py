@@ -42,7 +42,6 @@ import fcntl
 import mmap
 import os
 import platform
-import select
 import struct
 
 __all__ = [
@@ -64,7 +63,6 @@ _HEADER = 4096
 SIZE = _HEADER + H2P_SLOT + P2H_SLOT
 NAP_SECONDS = 0.001  # a sleeper's first nap; each next one is twice as long ...
 MAX_NAP_SECONDS = 0.05  # ... up to this: a lost wake-up costs at most this much
-_BREATHE = 256  # looks between two moments without the GIL, for the host's other threads
 CHECKS_PER_TRY = 8  # mailbox looks per spin try (a try at a pipe costs about eight looks)
 ON_PIPE = b"\xff\xff\xff\xff"  # in a slot: the frame with this sequence number is on the pipe
 
@@ -96,7 +94,6 @@ class Mailbox:
 
     __slots__ = (
         "_asleep",
-        "_breathe",
         "_in",
         "_in_cap",
         "_in_seq",
@@ -123,11 +120,6 @@ class Mailbox:
             self._asleep, self._peer_asleep = _POLICY_ASLEEP, _HOST_ASLEEP
         self.sent = 0  # messages sent
         self.received = 0  # the peer's sequence number last taken
-        # poll() with nothing to watch and no timeout lets go of the GIL and takes it back
-        # in half a microsecond. time.sleep(0) did that by sleeping: 60 us here (the timer
-        # slack), long enough to miss the answer being waited for. One per mailbox: a poll
-        # object refuses to be polled by two threads at once.
-        self._breathe = select.poll()
 
     def send(self, frame: bytes) -> bool:
         """Put ``frame`` in the slot and raise the sequence number; False if it does not
@@ -182,14 +174,18 @@ class Mailbox:
         return _SEQ.unpack_from(self._mm, self._in_seq)[0] > self.received
 
     def spin(self, tries: int) -> bytes | None:
-        """:meth:`take` until a message comes, at most ``tries`` looks."""
+        """:meth:`take` until a message comes, at most ``tries`` looks.
+
+        The GIL stays held: the interpreter hands it to a thread that asks for it
+        after its switch interval, which the executor lowers for spinning workers.
+        Letting go of it here did not serve other threads better: ``time.sleep(0)``
+        sleeps for the timer slack (60 us here) and the answer waits, and a release
+        without a sleep is taken back before a waiting thread wakes."""
         mm, at, last = self._mm, self._in_seq, self.received
-        unpack, breathe = _SEQ.unpack_from, self._breathe.poll
-        for n in range(tries):
+        unpack = _SEQ.unpack_from
+        for _ in range(tries):
             if unpack(mm, at)[0] > last:
                 return self.take()
-            if n % _BREATHE == _BREATHE - 1:
-                breathe(0)  # lets go of the GIL: other workers and the server run
         return None
 
     def sleeping(self, asleep: bool) -> None:

@@ -22,8 +22,9 @@ Likewise its cgroups (the ``memory`` and ``processes`` layers,
 :mod:`evopolicy_mcp.cgroups`): made with the spare and the spare moved in
 right after the fork, their limits rewritten at hand-over only should the
 episode ask for others; after the episode is reaped and swept the template
-reads whether its memory limit OOM-killed anything (the exit report says so)
-and removes them when it is next idle.
+reads whether its memory limit OOM-killed anything (the exit report says so).
+When it is next idle it hands them, emptied, to a later spare if they hold
+next to no memory, and removes them otherwise.
 
 The template never reads a program's files, so a policy process's memory
 holds no program but its own (it could read its memory; other programs, other
@@ -98,7 +99,7 @@ class Template:
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.children_file = f"/proc/self/task/{os.getpid()}/children"
         self.spare: tuple[int, socket.socket] | None = None
-        self.spare_failed = False  # the last idle fork failed: wait for news before retrying
+        self.spare_failed = False  # the last fork of a spare failed: wait for news to retry
         self.scratch: dict[int, str] = {}  # pid of a spare or episode leader -> its scratch dir
         self.spares_made = 0
         # The scratch quota new spares get (the disk layer), or None: plain directories.
@@ -137,6 +138,9 @@ class Template:
             if group is not None:
                 group.fit(limits)  # a no-op unless the limits differ from the spare's
                 self.group_limits = limits
+            # Onto the episode's CPU before it wakes: it starts there, while this
+            # process forks the next spare here.
+            confine.pin(msg.get("cpu"), pid)
             socket.send_fds(sock, [json.dumps({**msg, "scratch": scratch}).encode()], fds)
         except OSError as exc:
             if spare is not None:  # it will be reaped as a stray; its scratch goes now
@@ -281,9 +285,6 @@ class Template:
         if not data or len(fds) not in (3, 4):
             return
         msg = json.loads(data)
-        # Onto the episode's CPU before anything else: the rest of the start runs there,
-        # while the template forks the next spare on its own CPU.
-        confine.pin(msg.get("cpu"))
         report = sock.detach()  # kept until the process is confined, then closed
         box = None
         if len(fds) == 4:  # the episode's mailbox: mapped now, its descriptor closed

@@ -302,6 +302,14 @@ class Policy:
     def act(self, observation):
         os._exit(1)
 """
+# Prints the policy's memory cgroup ("GROUP <path>") as make_policy runs.
+SAY_GROUP = """\
+def make_policy(context):
+    lines = open("/proc/self/cgroup").read().splitlines()
+    memory = [x for x in lines if ":memory:" in x] or [x for x in lines if x.startswith("0::")]
+    print("GROUP", memory[0].split(":", 2)[2], flush=True)
+    return _make_policy(context)
+"""
 
 
 @needs("memory")
@@ -313,7 +321,9 @@ def test_an_episode_in_a_reused_group_is_not_charged_with_an_earlier_oom_kill(
     kernel = Kernel(tmp_path)
     limits = ProcessLimits(memory_bytes=512 << 20, disk_bytes=16 << 20)
 
-    def failure_of(source: str) -> PolicyFailure:
+    def failure_of(source: str) -> tuple[PolicyFailure, str]:
+        """The episode's failure and the memory cgroup it ran in."""
+        source = source.replace("def make_policy(", "def _make_policy(") + SAY_GROUP
         with (
             kernel.runner.open(
                 kernel.program(source).path,
@@ -328,16 +338,20 @@ def test_an_episode_in_a_reused_group_is_not_charged_with_an_earlier_oom_kill(
             proc.act(0)
         kernel.runner.settle()
         time.sleep(0.2)  # the template, idle, frees the group for the next spares
-        return failed.value
+        return failed.value, fill_report(proc.output())["GROUP"][0]
 
     try:
-        assert failure_of(CHILD_OOM).code == Failure.RESOURCE_LIMIT
+        failure, oom_group = failure_of(CHILD_OOM)
+        assert failure.code == Failure.RESOURCE_LIMIT, failure
         # The spare forked with the OOM episode's spawn had a group already: the group
         # comes back by the third episode, whichever of the next ones it reaches.
+        groups = []
         for _ in range(3):
-            failure = failure_of(EXIT_IN_ACT)
+            failure, group = failure_of(EXIT_IN_ACT)
             assert failure.code == Failure.CRASHED, failure
             assert "code 1" in failure.message, failure
+            groups.append(group)
+        assert oom_group in groups, f"the OOM episode's group {oom_group} was not reused: {groups}"
         kernel.assert_healthy()
     finally:
         kernel.close()

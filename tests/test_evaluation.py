@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from kernel_support import (
 from evopolicy_mcp import adapters, frames, seeds
 from evopolicy_mcp.actions import validate_action
 from evopolicy_mcp.adapters import AdapterError, EnvSpec, InvalidAction, Step, load_adapter
-from evopolicy_mcp.evaluation import EvaluationAborted, evaluate, jobs_for
+from evopolicy_mcp.evaluation import SPIN_SWITCH_SECONDS, EvaluationAborted, evaluate, jobs_for
 from evopolicy_mcp.feedback import EpisodeSummary
 from evopolicy_mcp.runner import Failure
 from evopolicy_mcp.snapshot import capture
@@ -474,3 +476,19 @@ def test_an_unknown_adapter_aborts_before_any_episode(kernel: Kernel) -> None:
 def test_an_invalid_action_raised_by_the_adapter_is_the_policys_failure(kernel: Kernel) -> None:
     summary = kernel.only(policy_with_act("return 7"), FAST)
     assert summary.failure == Failure.INVALID_ACTION
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="workers spin with two CPUs each")
+def test_a_spinning_worker_lets_other_threads_have_the_gil_within_half_a_millisecond(
+    kernel: Kernel,
+) -> None:
+    """A spinning worker holds the GIL; the server's thread must not wait Python's
+    default 5 ms for it at every turn."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    try:
+        feedback = kernel.evaluate(GOOD_CARTPOLE, "cartpole", 1, workers=1)
+        assert feedback.episodes[0].steps == 500
+        assert sys.getswitchinterval() <= SPIN_SWITCH_SECONDS == 0.0005
+    finally:
+        sys.setswitchinterval(before)
