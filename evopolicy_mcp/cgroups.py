@@ -19,8 +19,9 @@ right after the fork, before it gets its program. After the episode is
 reaped and swept the template reads whether the memory limit OOM-killed
 anything there (:meth:`EpisodeGroup.oom_killed`). Then the group, emptied,
 goes to a later spare if it holds next to no memory
-(:meth:`EpisodeGroup.reuse`), or is removed. The runner removes the tree once the template is gone; trees of hosts
-that died outright are removed at the next start.
+(:meth:`EpisodeGroup.reuse`), or is removed. The runner removes the tree
+once the template is gone; trees of hosts that died outright are removed at
+the next start.
 
 A policy cannot leave its group only because ``/sys/fs/cgroup`` is out of its
 reach (the sandbox's ``filesystem`` layer): it runs as the server's uid, and
@@ -39,9 +40,9 @@ from evopolicy_mcp.confine import ProcessLimits
 
 __all__ = [
     "DEFAULT_MAX_PROCESSES",
+    "REUSE_MAX_BYTES",
     "EpisodeGroup",
     "Groups",
-    "REUSE_MAX_BYTES",
     "Hierarchy",
     "hierarchies",
     "memory_limit",

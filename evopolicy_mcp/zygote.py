@@ -19,10 +19,11 @@ private mount namespace (remounted at hand-over should the episode ask for
 another quota) and unmounted once its episode is reaped and swept: an
 episode that fills it fills nothing else, and nothing of it is left.
 Likewise its cgroups (the ``memory`` and ``processes`` layers,
-:mod:`evopolicy_mcp.cgroups`): made with the spare and the spare moved in
-right after the fork, their limits rewritten at hand-over only should the
-episode ask for others; after the episode is reaped and swept the template
-reads whether its memory limit OOM-killed anything (the exit report says so).
+:mod:`evopolicy_mcp.cgroups`): given to the spare (made, or reused), the
+spare moved in right after the fork, their limits rewritten at hand-over
+only should the episode ask for others; after the episode is reaped and
+swept the template reads whether its memory limit OOM-killed anything (the
+exit report says so).
 When it is next idle it hands them, emptied, to a later spare if they hold
 next to no memory, and removes them otherwise.
 
