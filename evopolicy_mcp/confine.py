@@ -20,6 +20,7 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,13 +102,12 @@ def apply_limits(limits: ProcessLimits) -> None:
     lower(resource.RLIMIT_CORE, 0)
 
 
-def pin(cpu: int | None, pid: int = 0) -> None:
-    """Keep process ``pid`` (0: the caller) on ``cpu`` (None: leave it where it is)."""
-    if cpu is not None:
-        try:
-            os.sched_setaffinity(pid, {cpu})
-        except OSError:
-            pass  # a restricted cpuset, or gone; staying unpinned is only slower
+def pin(cpus: Iterable[int], pid: int = 0) -> None:
+    """Keep process ``pid`` (0: the caller) on ``cpus``."""
+    try:
+        os.sched_setaffinity(pid, cpus)
+    except OSError:
+        pass  # a restricted cpuset, or gone; staying where it is is only slower
 
 
 def enter_episode(

@@ -91,9 +91,11 @@ class Template:
         scratch_root: str,
         box: sandbox.Sandbox | None = None,
         groups: cgroups.Groups | None = None,
+        cpus: set[int] | None = None,
     ) -> None:
         self.control = control
         self.scratch_root = scratch_root
+        self.cpus = cpus or os.sched_getaffinity(0)  # the CPUs policy processes may use
         self.sandbox = box
         self.leaders: dict[int, int] = {}  # pid -> episode id
         self.pids: dict[int, int] = {}  # episode id -> pid
@@ -140,8 +142,9 @@ class Template:
                 group.fit(limits)  # a no-op unless the limits differ from the spare's
                 self.group_limits = limits
             # Onto the episode's CPU before it wakes: it starts there, while this
-            # process forks the next spare here.
-            confine.pin(msg.get("cpu"), pid)
+            # process forks the next spare here. An episode without one may use any.
+            cpu = msg.get("cpu")
+            confine.pin(self.cpus if cpu is None else {cpu}, pid)
             socket.send_fds(sock, [json.dumps({**msg, "scratch": scratch}).encode()], fds)
         except OSError as exc:
             if spare is not None:  # it will be reaped as a stray; its scratch goes now
@@ -553,7 +556,8 @@ def main() -> None:
     # work comes while that worker waits for a policy process to start, yielding the CPU as
     # it waits; anywhere else it would take turns with a policy process, which then misses
     # its hand-overs. Spares start here too; policy processes move to their own CPU.
-    confine.pin(min(os.sched_getaffinity(0)))
+    cpus = os.sched_getaffinity(0)
+    confine.pin({min(cpus)})
     os.umask(0o077)
     # The host makes the scratch root (and removes it should this process be killed).
     scratch_root = (
@@ -571,7 +575,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with every fork (no refcount-driven copies)
     control = socket.socket(fileno=control_fd)
-    Template(control, scratch_root, box, groups).serve()
+    Template(control, scratch_root, box, groups, cpus).serve()
 
 
 def prepare_sandbox(isolation_json: str | None, groups: cgroups.Groups) -> sandbox.Sandbox:

@@ -421,3 +421,25 @@ def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_th
         assert f"CPUS [{cpus[-1]}]" in (summary.stderr or "")
     finally:
         kernel.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_policy_process_asked_for_no_cpu_may_use_them_all(kernel: Kernel) -> None:
+    """Spares start on the template's one CPU: one that is given no CPU of its own (an
+    executor that does not place its episodes) must not stay there."""
+    program = kernel.program(
+        "import os\n"
+        "def make_policy(context):\n"
+        "    print('CPUS', sorted(os.sched_getaffinity(0)), flush=True)\n"
+        "    return Zero()\n"
+        "class Zero:\n"
+        "    def act(self, observation):\n"
+        "        return 0\n"
+    )
+    with kernel.runner.open(
+        program.path, ProcessLimits(), act_seconds=5.0, startup_seconds=20.0, episode_seconds=30.0
+    ) as proc:
+        proc.start({"task_id": "cpus", "observation_space": {}, "action_space": {}})
+        assert proc.act(0) == 0
+        output = proc.output()
+    assert f"CPUS {sorted(os.sched_getaffinity(0))}" in output, output
