@@ -10,7 +10,10 @@ steps:
   worker count);
 - fixed per-episode and per-step overhead, from one-worker runs at two
   episode lengths (500 and 50 steps), each minus the raw time at that length;
-- host RSS growth between the 10th and the last harness episode.
+- host RSS growth between the 10th and the last harness episode;
+- how long another thread of the host (as the server's) waits for the GIL
+  while the harness runs: how late its 1 ms sleeps end, in one more harness
+  run after the rounds (the waits would slow the rounds' runs).
 
 The episodes are split into rounds, each running every measurement in turn,
 and each figure is the median over the rounds: on a shared machine whose
@@ -25,6 +28,7 @@ import argparse
 import json
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +72,14 @@ def _raw(episodes: int, max_steps: int) -> float:
                 break
         env.close()
     return time.perf_counter() - started
+
+
+def _late_wakeups(stop: threading.Event, late: list[float]) -> None:
+    """Sleep 1 ms at a time until ``stop``, noting how late each sleep ended (seconds)."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        time.sleep(0.001)
+        late.append(time.perf_counter() - started - 0.001)
 
 
 def run_bench(episodes: int = 100, workers: int | None = None, rounds: int = 5) -> dict[str, float]:
@@ -134,7 +146,16 @@ def run_bench(episodes: int = 100, workers: int | None = None, rounds: int = 5) 
             figures["ratio"].append(rate / raw_rate)
             figures["per_step"].append(per_step)
             figures["fixed"].append(over_50 - 50 * per_step)
+        stop, late = threading.Event(), [0.0]  # [0.0]: a figure even if no sleep ended
+        prober = threading.Thread(target=_late_wakeups, args=(stop, late), daemon=True)
+        prober.start()
+        try:
+            harness(full, per_round, 1000 * (rounds + 1), workers=workers)
+        finally:
+            stop.set()
+            prober.join()
     runner.close()
+    late.sort()
     med = {k: statistics.median(v) for k, v in figures.items()}
     return {
         "episodes": last,
@@ -148,6 +169,9 @@ def run_bench(episodes: int = 100, workers: int | None = None, rounds: int = 5) 
         "per_step_overhead_us": med["per_step"] * 1e6,
         "rss_from_episode": mark,
         "rss_growth_mb": rss[last] - rss[mark],
+        "thread_wait_ms_p50": late[len(late) // 2] * 1000,
+        "thread_wait_ms_p99": late[int(len(late) * 0.99)] * 1000,
+        "thread_wait_ms_max": late[-1] * 1000,
     }
 
 
@@ -180,5 +204,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(
         f"  host RSS growth {figures['rss_from_episode']}->{figures['episodes']}  "
         f"{figures['rss_growth_mb']:8.2f} MB (target < 20)"
+    )
+    print(
+        f"  another thread's wait   {figures['thread_wait_ms_p50']:8.2f} ms median, "
+        f"p99 {figures['thread_wait_ms_p99']:.2f}, max {figures['thread_wait_ms_max']:.2f} "
+        "(for the GIL, while the harness runs)"
     )
     return 0

@@ -19,6 +19,8 @@ def test_bench_reports_every_figure_from_its_rounds(capsys: pytest.CaptureFixtur
     assert figures["rss_from_episode"] == 1  # fewer than 11 episodes: from the first
     for name in ("fixed_overhead_ms", "per_step_overhead_us", "rss_growth_mb"):
         assert math.isfinite(figures[name]), name
+    waits = [figures[f"thread_wait_ms_{k}"] for k in ("p50", "p99", "max")]
+    assert 0 <= waits[0] <= waits[1] <= waits[2] < 10_000, waits
 
 
 def test_bench_refuses_a_count_that_is_not_positive(capsys: pytest.CaptureFixture[str]) -> None:
