@@ -103,6 +103,18 @@ def _write(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def _read(path: Path | str) -> bytes:
+    """A control file's content: raw reads take half the time of ``read_text``."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _set_memory(group: Path, v2: bool, limit: int) -> None:
     """The memory limit, swap included (v1 ``memsw`` must stay >= the memory limit)."""
     if v2:
@@ -187,18 +199,18 @@ class EpisodeGroup:
 
     def charged(self) -> int | None:
         """Bytes charged to the group's memory controller (0 without one; None unread)."""
-        for h, path in self.paths:
-            if "memory" not in h.controllers:
-                continue
-            try:
-                fd = os.open(path / ("memory.current" if h.v2 else "memory.usage_in_bytes"), 0)
-                try:
-                    return int(os.read(fd, 64))
-                finally:
-                    os.close(fd)
-            except (OSError, ValueError):
-                return None
-        return 0
+        memory = self._memory()
+        if memory is None:
+            return 0
+        h, path = memory
+        try:
+            return int(_read(path / ("memory.current" if h.v2 else "memory.usage_in_bytes")))
+        except (OSError, ValueError):
+            return None
+
+    def _memory(self) -> tuple[Hierarchy, Path] | None:
+        """The group's directory in the hierarchy with the memory controller, if any."""
+        return next(((h, path) for h, path in self.paths if "memory" in h.controllers), None)
 
     def oom_killed(self) -> bool:
         """Whether the memory limit killed a process of the current episode."""
@@ -224,36 +236,23 @@ class EpisodeGroup:
         """The pids in the group now, or None if it cannot be read."""
         for _h, path in self.paths:
             try:
-                fd = os.open(path / "cgroup.procs", os.O_RDONLY)
-                try:
-                    chunks = []
-                    while chunk := os.read(fd, 65536):
-                        chunks.append(chunk)
-                finally:
-                    os.close(fd)
+                return [int(p) for p in _read(path / "cgroup.procs").split()]
             except OSError:
                 continue
-            return [int(p) for p in b"".join(chunks).split()]
         return None
 
     def oom_kills(self) -> int:
         """How many processes the memory limit killed here so far."""
-        for h, path in self.paths:
-            if "memory" not in h.controllers:
-                continue
-            try:  # on the reap path: a raw read takes half the time of read_text
-                fd = os.open(
-                    path / ("memory.events" if h.v2 else "memory.oom_control"), os.O_RDONLY
-                )
-                try:
-                    text = os.read(fd, 4096).decode()
-                finally:
-                    os.close(fd)
-            except OSError:
-                return 0
-            fields = dict(line.split() for line in text.splitlines() if line.count(" ") == 1)
-            return int(fields.get("oom_kill", 0))
-        return 0
+        memory = self._memory()
+        if memory is None:
+            return 0
+        h, path = memory
+        try:
+            text = _read(path / ("memory.events" if h.v2 else "memory.oom_control")).decode()
+        except OSError:
+            return 0
+        fields = dict(line.split() for line in text.splitlines() if line.count(" ") == 1)
+        return int(fields.get("oom_kill", 0))
 
     def remove(self) -> bool:
         """Remove the group once its processes are gone; False while any remains."""
@@ -328,8 +327,7 @@ def kill_runner(host_pid: int, template_pid: int) -> None:
             pids = set()
             for group, _subdirs, _files in os.walk(base):  # close() may remove it meanwhile
                 try:
-                    with open(os.path.join(group, "cgroup.procs")) as f:
-                        pids |= {int(p) for p in f.read().split()}
+                    pids |= {int(p) for p in _read(os.path.join(group, "cgroup.procs")).split()}
                 except (OSError, ValueError):
                     pass
             pids.discard(os.getpid())

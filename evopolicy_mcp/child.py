@@ -41,10 +41,7 @@ def _write(data: bytes) -> None:
     if box is None:
         _write_pipe(data)
         return
-    if not box.send(data):
-        _write_pipe(data)
-        box.sent_on_pipe()
-    if box.peer_asleep():
+    if box.post(data, _write_pipe):
         _write_pipe(_WAKE)
 
 
@@ -98,11 +95,8 @@ def _receive_boxed(box: Mailbox, reader: frames.FrameReader, spin: int) -> tuple
                 continue
             box.took_from_pipe()
             return frame[0], frames.decode(frame[1])
-        if not on_pipe:  # asleep, the host's next message wakes us through the pipe
-            box.sleeping(True)
-            if box.pending():
-                box.sleeping(False)
-                continue
+        if not on_pipe and not box.doze():  # asleep, the host's next message wakes us
+            continue
         ready, _, _ = select.select([FD_OBSERVATIONS], [], [], None if on_pipe else nap)
         nap = min(2 * nap, MAX_NAP_SECONDS)
         box.sleeping(False)

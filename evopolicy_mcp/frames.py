@@ -19,6 +19,7 @@ import os
 import re
 import struct
 import time
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "parse_whole",
     "spin_read",
     "whole_frame",
+    "yielding",
 ]
 
 # Message kinds. Host -> policy: CONTEXT, OBSERVATION, STOP. Policy -> host: READY, ACTION, ERROR.
@@ -376,6 +378,17 @@ class FrameReader:
         return len(self._buf)
 
 
+def yielding(tries: int, until: float | None = None) -> Iterator[int]:
+    """``range(tries)`` for a polite spin: the CPU is yielded before each try, to
+    whatever else wants it, and the tries stop at the monotonic time ``until`` (a
+    yield can take milliseconds on a busy CPU)."""
+    for n in range(tries):
+        os.sched_yield()
+        if until is not None and n % 64 == 63 and time.monotonic() >= until:
+            return
+        yield n
+
+
 def spin_read(
     fd: int, poller: Any, tries: int, polite: bool = False, until: float | None = None
 ) -> bytes | None:
@@ -388,11 +401,7 @@ def spin_read(
     A zero-timeout poll costs half a microsecond here, a read that finds the pipe
     empty three times that (it raises)."""
     poll = poller.poll
-    for n in range(tries):
-        if polite:
-            os.sched_yield()
-            if until is not None and n % 64 == 63 and time.monotonic() >= until:
-                return None
+    for _ in yielding(tries, until) if polite else range(tries):
         if poll(0):
             try:
                 return os.read(fd, 1 << 16)

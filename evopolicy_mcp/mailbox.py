@@ -43,6 +43,7 @@ import mmap
 import os
 import platform
 import struct
+from collections.abc import Callable
 
 __all__ = [
     "H2P_SLOT",
@@ -141,6 +142,14 @@ class Mailbox:
     def peer_asleep(self) -> bool:
         return self._mm[self._peer_asleep] != 0
 
+    def post(self, frame: bytes, write_pipe: Callable[[bytes], None]) -> bool:
+        """Send ``frame``, through ``write_pipe`` when it does not fit the slot; True if
+        the peer sleeps, and so needs a ``WAKE`` frame on the pipe."""
+        if not self.send(frame):
+            write_pipe(frame)
+            self.sent_on_pipe()
+        return self.peer_asleep()
+
     def take(self) -> bytes | None:
         """A copy of the peer's newest message if one came that was not taken, else None.
 
@@ -190,6 +199,15 @@ class Mailbox:
 
     def sleeping(self, asleep: bool) -> None:
         self._mm[self._asleep] = 1 if asleep else 0
+
+    def doze(self) -> bool:
+        """Raise the sleep flag before going to sleep; False, with the flag down again,
+        if a message came meanwhile (take it instead of sleeping)."""
+        self.sleeping(True)
+        if self.pending():
+            self.sleeping(False)
+            return False
+        return True
 
     def close(self) -> None:
         self._mm.close()

@@ -210,10 +210,7 @@ class PolicyProcess:
         if box is None:
             self._write_pipe(data, deadline)
             return
-        if not box.send(data):
-            self._write_pipe(data, deadline)
-            box.sent_on_pipe()
-        if box.peer_asleep():
+        if box.post(data, lambda frame: self._write_pipe(frame, deadline)):
             try:
                 os.write(self._obs_w, _WAKE)
             except BlockingIOError:
@@ -304,9 +301,7 @@ class PolicyProcess:
             if box is not None and not on_pipe:
                 # Asleep, the policy's next message wakes us through the pipe; a wake-up
                 # lost to store/load reordering costs one nap, not a hang.
-                box.sleeping(True)
-                if box.pending():
-                    box.sleeping(False)
+                if not box.doze():
                     continue
                 remaining = min(remaining, nap)
                 nap = min(2 * nap, mailbox.MAX_NAP_SECONDS)
@@ -328,13 +323,10 @@ class PolicyProcess:
     def _spin_box(box: Mailbox, spin: int, polite: bool, until: float) -> bytes | None:
         if not polite:
             return box.spin(max(1, spin * mailbox.CHECKS_PER_TRY))
-        for tries in range(max(1, spin)):
-            os.sched_yield()  # start-up: the template, or the spare it forks, may want the CPU
+        for _ in frames.yielding(max(1, spin), until):  # start-up: others may want the CPU
             got = box.spin(mailbox.CHECKS_PER_TRY)
             if got is not None:
                 return got
-            if tries % 64 == 63 and time.monotonic() >= until:
-                break  # a yield can take milliseconds on a busy CPU: the clock bounds it
         return None
 
     @staticmethod

@@ -380,11 +380,7 @@ class Template:
             if episode is not None:
                 ended.append((episode, pid, status))
         for episode, pid, status in ended:
-            self.take_report(episode)  # it came, if it did, before the process ended
-            if episode in self.reports:  # it ended without: the socket goes with it
-                sock = self.reports.pop(episode)
-                self.selector.unregister(sock)
-                sock.close()
+            self.take_report(episode, final=True)  # it came, if it did, before the end
             confined = episode in self.confined
             self.confined.discard(episode)
             group = self.group_of.pop(pid, None)
@@ -410,8 +406,9 @@ class Template:
             return
         kill_until_gone(lambda: group.processes() or [])
 
-    def take_report(self, episode: int) -> None:
-        """Read whether an episode's process said it is confined; its socket goes then."""
+    def take_report(self, episode: int, final: bool = False) -> None:
+        """Read whether an episode's process said it is confined; its socket goes then,
+        or, with nothing to read yet, once ``final`` (the process has ended)."""
         sock = self.reports.pop(episode, None)
         if sock is None:
             return
@@ -419,8 +416,9 @@ class Template:
             if sock.recv(16) == CONFINED_REPORT:
                 self.confined.add(episode)
         except (BlockingIOError, InterruptedError):
-            self.reports[episode] = sock  # nothing yet: keep listening
-            return
+            if not final:
+                self.reports[episode] = sock  # nothing yet: keep listening
+                return
         except OSError:
             pass
         self.selector.unregister(sock)
