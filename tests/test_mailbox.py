@@ -122,6 +122,31 @@ def test_sleep_flags_are_seen_by_the_other_side(pair: tuple[Mailbox, Mailbox]) -
     assert not host.peer_asleep()
 
 
+def test_a_sleeper_that_dozes_off_after_a_message_came_stays_awake(
+    pair: tuple[Mailbox, Mailbox],
+) -> None:
+    host, policy = pair
+    assert policy.doze() and host.peer_asleep()  # nothing came: it may sleep
+    policy.sleeping(False)
+    assert host.send(frames.frame(frames.OBSERVATION, 1))
+    assert not policy.doze(), "a message is waiting: take it instead of sleeping"
+    assert not host.peer_asleep()
+
+
+def test_post_takes_the_pipe_for_a_large_frame_and_says_whether_to_wake(
+    pair: tuple[Mailbox, Mailbox],
+) -> None:
+    host, policy = pair
+    piped: list[bytes] = []
+    small = frames.frame(frames.OBSERVATION, 5)
+    assert host.post(small, piped.append) is False and piped == []
+    assert policy.take() == small
+    large = bytes(mailbox.H2P_SLOT + 1)
+    policy.sleeping(True)
+    assert host.post(large, piped.append) is True  # asleep: it needs a WAKE on the pipe
+    assert piped == [large] and policy.take() == mailbox.ON_PIPE
+
+
 # -- real policy processes ------------------------------------------------------
 
 

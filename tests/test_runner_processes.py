@@ -380,6 +380,19 @@ def test_a_policy_cannot_turn_its_episode_into_a_host_fault_by_killing_the_templ
 
 # -- where the processes run ---------------------------------------------------
 
+# Prints the CPUs its process may run on ("CPUS [0, 1]"), then always moves left.
+SAY_CPUS = """\
+import os
+
+def make_policy(context):
+    print("CPUS", sorted(os.sched_getaffinity(0)), flush=True)
+    return Zero()
+
+class Zero:
+    def act(self, observation):
+        return 0
+"""
+
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_theirs(
@@ -395,16 +408,7 @@ def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_th
     def pinned_worker() -> None:
         os.sched_setaffinity(0, {cpus[-1]})  # this thread only, as a worker pins itself
         try:
-            seen["feedback"] = kernel.evaluate(
-                "import os\n"
-                "def make_policy(context):\n"
-                "    print('CPUS', sorted(os.sched_getaffinity(0)), flush=True)\n"
-                "    return Zero()\n"
-                "class Zero:\n"
-                "    def act(self, observation):\n"
-                "        return 0\n",
-                episodes=1,
-            )
+            seen["feedback"] = kernel.evaluate(SAY_CPUS, episodes=1)
             seen["template"] = os.sched_getaffinity(kernel.runner.template_pid or 0)
         except BaseException as exc:
             seen["error"] = exc
@@ -427,15 +431,7 @@ def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_th
 def test_a_policy_process_asked_for_no_cpu_may_use_them_all(kernel: Kernel) -> None:
     """Spares start on the template's one CPU: one that is given no CPU of its own (an
     executor that does not place its episodes) must not stay there."""
-    program = kernel.program(
-        "import os\n"
-        "def make_policy(context):\n"
-        "    print('CPUS', sorted(os.sched_getaffinity(0)), flush=True)\n"
-        "    return Zero()\n"
-        "class Zero:\n"
-        "    def act(self, observation):\n"
-        "        return 0\n"
-    )
+    program = kernel.program(SAY_CPUS)
     with kernel.runner.open(
         program.path, ProcessLimits(), act_seconds=5.0, startup_seconds=20.0, episode_seconds=30.0
     ) as proc:
