@@ -26,23 +26,23 @@ Invariants enforced here:
   work it may take over without racing a live one.
 
 This module is a leaf: it imports nothing from the rest of the package but its
-record types (:mod:`evopolicy_mcp.records`).
+record types (:mod:`evopolicy_mcp.records`) and host instances
+(:mod:`evopolicy_mcp.instances`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import secrets
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from .instances import Instances
 from .records import (
     SCHEMA,
     EventRecord,
@@ -104,8 +104,7 @@ class Store:
         self.programs_dir = self.data_dir / "programs"
         self.programs_dir.mkdir(exist_ok=True)
         self._lock = threading.RLock()
-        self._instance_file: IO[str] | None = None
-        self.instance: str | None = None
+        self._instances = Instances(self.data_dir)
         try:
             db = sqlite3.connect(
                 self.db_path, timeout=30.0, isolation_level=None, check_same_thread=False
@@ -165,11 +164,7 @@ class Store:
             if self._db is not None:
                 self._db.close()
                 self._db = None
-            if self._instance_file is not None:
-                lock_path = Path(self._instance_file.name)
-                self._instance_file.close()
-                lock_path.unlink(missing_ok=True)
-                self._instance_file = None
+            self._instances.release()
 
     def _event(
         self,
@@ -197,37 +192,19 @@ class Store:
 
     # ------------------------------------------------------------ host instances
 
+    @property
+    def instance(self) -> str | None:
+        """This host's instance id, once :meth:`acquire_instance` has registered it."""
+        return self._instances.id
+
     def acquire_instance(self) -> str:
         """Register this process's host; held until :meth:`close` or process death."""
         with self._lock:
-            if self.instance is not None:
-                return self.instance
-            directory = self.data_dir / "instances"
-            directory.mkdir(exist_ok=True)
-            instance = f"{os.getpid()}-{secrets.token_hex(6)}"
-            fh = open(directory / f"{instance}.lock", "w")  # noqa: SIM115 - held open on purpose
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            self._instance_file = fh
-            self.instance = instance
-            return instance
+            return self._instances.acquire()
 
     def instance_alive(self, instance: str | None) -> bool:
-        if instance is None:
-            return False
-        if instance == self.instance:
-            return True
-        path = self.data_dir / "instances" / f"{instance}.lock"
-        try:
-            fh = open(path)  # noqa: SIM115
-        except FileNotFoundError:
-            return False
-        with fh:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            path.unlink(missing_ok=True)
-            return False
+        with self._lock:
+            return self._instances.alive(instance)
 
     def claim_orphans(
         self, run_id: str | None = None
