@@ -63,7 +63,7 @@ TIERS: dict[str, set[str]] = {
         "environments.crafter_world",
     },
     "evaluation": {"evopolicy_mcp.evaluation", "evopolicy_mcp.feedback", "evopolicy_mcp.scoring"},
-    "store": {"evopolicy_mcp.store", "evopolicy_mcp.records"},
+    "store": {"evopolicy_mcp.store", "evopolicy_mcp.records", "evopolicy_mcp.instances"},
     "host": {
         "evopolicy_mcp.host",
         "evopolicy_mcp.admission",
