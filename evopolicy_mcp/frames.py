@@ -18,8 +18,6 @@ import math
 import os
 import re
 import struct
-import time
-from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "parse_whole",
     "spin_read",
     "whole_frame",
-    "yielding",
 ]
 
 # Message kinds. Host -> policy: CONTEXT, OBSERVATION, STOP. Policy -> host: READY, ACTION, ERROR.
@@ -378,30 +375,15 @@ class FrameReader:
         return len(self._buf)
 
 
-def yielding(tries: int, until: float | None = None) -> Iterator[int]:
-    """``range(tries)`` for a polite spin: the CPU is yielded before each try, to
-    whatever else wants it, and the tries stop at the monotonic time ``until`` (a
-    yield can take milliseconds on a busy CPU)."""
-    for n in range(tries):
-        os.sched_yield()
-        if until is not None and n % 64 == 63 and time.monotonic() >= until:
-            return
-        yield n
-
-
-def spin_read(
-    fd: int, poller: Any, tries: int, polite: bool = False, until: float | None = None
-) -> bytes | None:
+def spin_read(fd: int, poller: Any, tries: int) -> bytes | None:
     """Poll a non-blocking pipe ``tries`` times without sleeping, then read it; None if
-    nothing came. ``poller`` is a ``select.poll`` with only ``fd`` registered;
-    ``polite`` yields the CPU before each try, to whatever else wants it, and
-    stops at the monotonic time ``until`` (a yield can take milliseconds).
+    nothing came. ``poller`` is a ``select.poll`` with only ``fd`` registered.
 
     Both ends of a hand-over spin with it before they sleep (see ``Runner.open``).
     A zero-timeout poll costs half a microsecond here, a read that finds the pipe
     empty three times that (it raises)."""
     poll = poller.poll
-    for _ in yielding(tries, until) if polite else range(tries):
+    for _ in range(tries):
         if poll(0):
             try:
                 return os.read(fd, 1 << 16)

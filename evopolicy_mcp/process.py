@@ -28,8 +28,6 @@ OUTPUT_HEAD = 2048
 OUTPUT_TAIL = 6144
 MAX_ACTION_FRAME = 1 << 20
 EXIT_GRACE_SECONDS = 5.0
-STARTUP_SPIN_TRIES = 16384  # some 20 ms of polling and yielding while a policy process starts
-POLITE_SPIN_SECONDS = 0.025  # ... and never longer, however long each yield takes
 _WAKE = frames.frame(frames.WAKE)
 _KILLED_BY_HOST = -1  # sentinel exit status: the host had to kill a process that would not exit
 
@@ -167,12 +165,11 @@ class PolicyProcess:
         self._write(frames.frame(frames.CONTEXT, context))
 
     def wait_ready(self) -> None:
-        # Start-up takes milliseconds: spin longer than a hand-over, so the answer is seen at
-        # once without a wake-up (which costs up to milliseconds on an idle virtual CPU), and
-        # yield at every try: the template, or the spare it forks, may want this CPU meanwhile.
-        spin = self.spin and STARTUP_SPIN_TRIES
-        deadline = self.started + self.startup_seconds
-        self._expect(frames.READY, deadline, "start-up", spin=spin, polite=True)
+        # Start-up takes milliseconds, and this CPU has work meanwhile: the template serves
+        # the spawn and forks the next spare there. A worker that spun, even yielding at
+        # every try, left it only half the CPU (the scheduler shares a CPU between two
+        # runnable tasks, yield or not): sleeping until READY made episodes 1.5-2 ms shorter.
+        self._expect(frames.READY, self.started + self.startup_seconds, "start-up", spin=0)
 
     def act(self, observation: Any) -> Any:
         deadline = time.monotonic() + self.act_seconds  # for sending it and the answer
@@ -255,18 +252,16 @@ class PolicyProcess:
         deadline: float,
         what: str,
         spin: int | None = None,
-        polite: bool = False,
         data: bytes = b"",  # bytes read and not yet given to the frame reader
         on_pipe: bool = False,  # the mailbox said the next message is on the pipe
     ) -> Any:
         deadline = min(deadline, self.episode_deadline)
         spin = self.spin if spin is None else spin
         box = self._box
-        until = min(deadline, time.monotonic() + POLITE_SPIN_SECONDS) if polite else deadline
         nap = mailbox.NAP_SECONDS
         while True:
             if box is not None and not on_pipe:
-                got = self._spin_box(box, spin, polite, until)
+                got = box.spin(max(1, spin * mailbox.CHECKS_PER_TRY))
                 spin = 0  # spun once: from now on, one look at the mailbox per wake-up
                 if got == mailbox.ON_PIPE:
                     on_pipe = True
@@ -288,7 +283,7 @@ class PolicyProcess:
                     on_pipe = False
                 return self._accept(kind, got_frame[0], got_frame[1])
             if spin and box is None:
-                spun = frames.spin_read(self._act_r, self._spin_poll, spin, polite, until)
+                spun = frames.spin_read(self._act_r, self._spin_poll, spin)
                 spin = 0
                 if spun is not None:
                     if not spun:
@@ -318,16 +313,6 @@ class PolicyProcess:
                         self._died()
                 else:
                     self._drain_output()
-
-    @staticmethod
-    def _spin_box(box: Mailbox, spin: int, polite: bool, until: float) -> bytes | None:
-        if not polite:
-            return box.spin(max(1, spin * mailbox.CHECKS_PER_TRY))
-        for _ in frames.yielding(max(1, spin), until):  # start-up: others may want the CPU
-            got = box.spin(mailbox.CHECKS_PER_TRY)
-            if got is not None:
-                return got
-        return None
 
     @staticmethod
     def _parse(data: bytes) -> tuple[int, bytes]:

@@ -551,8 +551,8 @@ def main() -> None:
     groups = cgroups.Groups.enter(host_pid, max_processes)
     confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
     # On the first CPU, where the host's first worker thread runs. Most of the template's
-    # work comes while that worker waits for a policy process to start, yielding the CPU as
-    # it waits; anywhere else it would take turns with a policy process, which then misses
+    # work comes while that worker sleeps waiting for a policy process to start;
+    # anywhere else it would take turns with a policy process, which then misses
     # its hand-overs. Spares start here too; policy processes move to their own CPU.
     cpus = os.sched_getaffinity(0)
     confine.pin({min(cpus)})

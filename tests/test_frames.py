@@ -432,19 +432,18 @@ def test_whole_frame_takes_exactly_one_frame_and_nothing_else() -> None:
     assert frames.whole_frame(b"\x00\x00\x00\x00A", 1 << 20) is None  # empty length
 
 
-@pytest.mark.parametrize("polite", [False, True])
-def test_spin_read_returns_what_came_nothing_or_the_end(polite: bool) -> None:
+def test_spin_read_returns_what_came_nothing_or_the_end() -> None:
     r, w = os.pipe()
     try:
         os.set_blocking(r, False)
         poller = select.poll()
         poller.register(r, select.POLLIN)
-        assert frames.spin_read(r, poller, 50, polite) is None  # nothing came
+        assert frames.spin_read(r, poller, 50) is None  # nothing came
         os.write(w, b"abc")
-        assert frames.spin_read(r, poller, 50, polite) == b"abc"
+        assert frames.spin_read(r, poller, 50) == b"abc"
         os.close(w)
         w = -1
-        assert frames.spin_read(r, poller, 50, polite) == b""  # the writer is gone
+        assert frames.spin_read(r, poller, 50) == b""  # the writer is gone
     finally:
         os.close(r)
         if w >= 0:
