@@ -115,6 +115,8 @@ def action_validator(space: Mapping[str, Any], where: str = "action") -> Validat
 
 
 def _check_discrete(value: Any, lo: int, hi: int, where: str) -> int:
+    if type(value) is int and lo <= value <= hi:  # the usual action, checked every step
+        return value
     if not _is_int(value):
         hint = " (booleans are not actions)" if isinstance(value, bool | np.bool_) else ""
         raise InvalidAction(f"{where}: expected an int in [{lo}, {hi}], got {_show(value)}{hint}")

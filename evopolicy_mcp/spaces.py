@@ -226,6 +226,8 @@ def describe_gymnasium_space(space: Any, **descriptions: Any) -> Space:
 
 def plain(obs: Any) -> Any:
     """``obs`` with numpy scalars turned into Python values (arrays stay arrays)."""
+    if type(obs) is np.ndarray:  # the commonest observation, every step
+        return obs
     if isinstance(obs, np.generic):
         return obs.item()
     if isinstance(obs, list):
