@@ -86,8 +86,7 @@ def _receive_boxed(box: Mailbox, reader: frames.FrameReader, spin: int) -> tuple
             if got == ON_PIPE:
                 on_pipe = True
             elif got is not None:
-                kind, payload = frames.parse_whole(got, reader.max_frame)
-                return kind, frames.decode(payload)
+                return frames.read_frame(got, reader.max_frame)
         frame = reader.take(chunk) if chunk else reader.next()
         chunk = None
         if frame is not None:

@@ -34,6 +34,7 @@ __all__ = [
     "encode",
     "frame",
     "parse_whole",
+    "read_frame",
     "spin_read",
     "whole_frame",
 ]
@@ -276,7 +277,7 @@ class _Decoder:
         if len(_DECODED_HEADERS) < 256:
             _DECODED_HEADERS[self.buf[header_start:start]] = (dtype, shape, nbytes)
         # A bytearray copy gives a writable array the receiver may modify in place.
-        arr = _np.frombuffer(bytearray(self.buf[start : start + nbytes]), dtype=dtype)
+        arr = _np.frombuffer(bytearray(self.buf[start : start + nbytes]), dtype)
         return arr if ndim == 1 else arr.reshape(shape)
 
 
@@ -300,7 +301,7 @@ def _decode(buf: bytes, max_items: int, arrays: bool) -> Any:
         head_len = 7 + buf[1] + 4 * buf[2 + buf[1]]
         known = _DECODED_HEADERS.get(buf[:head_len])
         if known is not None and len(buf) == head_len + known[2]:
-            arr = _np.frombuffer(bytearray(buf[head_len:]), dtype=known[0])
+            arr = _np.frombuffer(bytearray(buf[head_len:]), known[0])
             return arr if len(known[1]) == 1 else arr.reshape(known[1])
     dec = _Decoder(buf, max_items, arrays)
     value = dec.value(0)
@@ -328,6 +329,27 @@ def parse_whole(data: bytes, max_frame: int) -> tuple[int, bytes]:
     if got is None:
         raise FrameError("the frame ends before its length says")
     raise FrameError("bytes after the end of the frame")
+
+
+def read_frame(data: bytes, max_frame: int) -> tuple[int, Any]:
+    """``(kind, value)`` of ``data``, which must be exactly one frame: :func:`parse_whole`
+    and :func:`decode` in one step, raising as they do. The commonest frames of an
+    episode, an int or an array whose header came before, take a few operations."""
+    n = len(data)
+    if n > 8:
+        length, kind = _HEAD.unpack_from(data, 0)
+        if length == n - 4 and length <= max_frame:
+            tag = data[5]
+            if tag == 0x69 and n == 14:  # i
+                return kind, _I64.unpack_from(data, 6)[0]
+            if tag == 0x61 and 8 + data[6] <= n:  # a
+                end = 12 + data[6] + 4 * data[7 + data[6]]  # of the array's header
+                known = _DECODED_HEADERS.get(data[5:end])
+                if known is not None and n == end + known[2]:
+                    arr = _np.frombuffer(bytearray(data[end:]), known[0])
+                    return kind, arr if len(known[1]) == 1 else arr.reshape(known[1])
+    kind, payload = parse_whole(data, max_frame)
+    return kind, decode(payload)
 
 
 class FrameReader:

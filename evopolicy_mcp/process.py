@@ -182,8 +182,8 @@ class PolicyProcess:
                 return self._expect(frames.ACTION, deadline, "act()", spin=0)
             if got == mailbox.ON_PIPE:
                 return self._expect(frames.ACTION, deadline, "act()", on_pipe=True)
-            kind, payload = self._parse(got)
-            return self._accept(frames.ACTION, kind, payload)
+            kind, value = self._parse(got)
+            return self._answer(frames.ACTION, kind, value)
         data = b""
         if self.spin and not self._reader.pending:
             # The usual hand-over: while spinning, one read brings exactly one ACTION frame.
@@ -266,8 +266,8 @@ class PolicyProcess:
                 if got == mailbox.ON_PIPE:
                     on_pipe = True
                 elif got is not None:
-                    got_kind, payload = self._parse(got)
-                    return self._accept(kind, got_kind, payload)
+                    got_kind, value = self._parse(got)
+                    return self._answer(kind, got_kind, value)
             try:
                 got_frame = self._reader.take(data) if data else self._reader.next()
             except frames.FrameError as exc:
@@ -315,9 +315,10 @@ class PolicyProcess:
                     self._drain_output()
 
     @staticmethod
-    def _parse(data: bytes) -> tuple[int, bytes]:
+    def _parse(data: bytes) -> tuple[int, Any]:
+        """``(kind, value)`` of a message that must be exactly one frame."""
         try:
-            return frames.parse_whole(data, MAX_ACTION_FRAME)
+            return frames.read_frame(data, MAX_ACTION_FRAME)
         except frames.FrameError as exc:
             raise PolicyFailure(
                 Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
@@ -330,6 +331,12 @@ class PolicyProcess:
             raise PolicyFailure(
                 Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
             ) from None
+        return self._answer(expected, kind, value)
+
+    @staticmethod
+    def _answer(expected: int, kind: int, value: Any) -> Any:
+        """``value`` if the frame is of the ``expected`` kind; the policy's reported error,
+        or a protocol error, if not."""
         if kind == expected:
             return value
         if kind == frames.ERROR and isinstance(value, dict):

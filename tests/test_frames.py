@@ -364,6 +364,57 @@ def test_mutated_payloads_raise_nothing_but_frame_error() -> None:
             pass
 
 
+def _slow_read(data: bytes, max_frame: int) -> tuple[int, Any]:
+    kind, payload = frames.parse_whole(data, max_frame)
+    return kind, decode(payload)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            type(a) is type(b)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and a.tobytes() == b.tobytes()
+            and a.flags.writeable
+        )
+    return type(a) is type(b) and (a == b or (a != a and b != b))  # NaN is NaN here
+
+
+def test_read_frame_takes_what_parse_whole_and_decode_take_and_refuses_the_rest() -> None:
+    rng = random.Random(1)
+    arrays = [np.arange(4, dtype=np.float32), np.zeros((2, 3), dtype=np.int64)]
+    seeds = [frame(frames.ACTION, v) for v in [1, -(2**63), 2.5, None, [1, 2], *arrays]]
+    for arr in arrays:  # their headers are known from now on: read_frame's short way
+        frames.read_frame(frame(frames.OBSERVATION, arr), 1 << 20)
+    for n in range(20_000):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(0, 3) if n % 2 else 0):
+            op = rng.random()
+            if op < 0.5 and data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif op < 0.75 and data:
+                del data[rng.randrange(len(data)) :]
+            else:
+                data.insert(rng.randrange(len(data) + 1), rng.randrange(256))
+        if n % 3 == 0 and len(data) >= 5:  # a length field that agrees with the bytes
+            struct.pack_into("<I", data, 0, len(data) - 4)
+        bound = rng.choice([1 << 20, 12])
+        try:
+            expected: Any = _slow_read(bytes(data), bound)
+        except FrameError as exc:
+            expected = exc
+        try:
+            got: Any = frames.read_frame(bytes(data), bound)
+        except FrameError as exc:
+            got = exc
+        if isinstance(expected, FrameError):
+            assert isinstance(got, FrameError), (bytes(data), got)
+        else:
+            assert not isinstance(got, FrameError), (bytes(data), got)
+            assert got[0] == expected[0] and _same(got[1], expected[1]), (bytes(data), got)
+
+
 # -- FrameReader ----------------------------------------------------------------
 
 
