@@ -395,12 +395,13 @@ class Zero:
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
-def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_theirs(
+def test_spares_are_forked_on_the_first_cpu_whoever_starts_the_template(
     tmp_path: Path,
 ) -> None:
     """A worker thread pinned to one CPU may be the first to need a policy process: the
-    template it starts must not inherit that pin. Policy processes run on the CPU their
-    worker was placed with."""
+    template it starts must not inherit that pin. Spares are forked on the first CPU;
+    policy processes run on the CPU their worker was placed with, and the template
+    waits there for the next request."""
     cpus = sorted(os.sched_getaffinity(0))
     kernel = Kernel(tmp_path, Runner())
     seen: dict[str, object] = {}
@@ -409,7 +410,11 @@ def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_th
         os.sched_setaffinity(0, {cpus[-1]})  # this thread only, as a worker pins itself
         try:
             seen["feedback"] = kernel.evaluate(SAY_CPUS, episodes=1)
-            seen["template"] = os.sched_getaffinity(kernel.runner.template_pid or 0)
+            template = kernel.runner.template_pid or 0
+            kernel.runner.settle()
+            time.sleep(0.1)  # idle: the next spare is forked and the template waits
+            seen["template"] = os.sched_getaffinity(template)
+            seen["spares"] = [os.sched_getaffinity(pid) for pid in children_of(template)]
         except BaseException as exc:
             seen["error"] = exc
 
@@ -418,7 +423,8 @@ def test_the_template_runs_on_the_first_cpu_whoever_starts_it_and_policies_on_th
         thread.start()
         thread.join(120)
         assert "error" not in seen, seen.get("error")
-        assert seen["template"] == {cpus[0]}
+        assert seen["spares"] == [{cpus[0]}], seen["spares"]
+        assert seen["template"] == {cpus[-1]}, "it waits on the last episode's CPU"
         summary = seen["feedback"].episodes[0]  # type: ignore[attr-defined]
         assert summary.status == "ok", summary
         # The evaluation's executor was made in the pinned thread: its one CPU is the policy's.
