@@ -16,16 +16,17 @@ Each spare gets its scratch directory when it is forked. With the sandbox's
 ``disk`` layer that is a tmpfs of the quota in
 :class:`~evopolicy_mcp.confine.ProcessLimits`, mounted in the template's
 private mount namespace (remounted at hand-over should the episode ask for
-another quota) and unmounted once its episode is reaped and swept: an
+another quota) and unmounted once its episode is reaped and swept (by the
+template's :class:`Tidier` process: an unmount waits for the kernel): an
 episode that fills it fills nothing else, and nothing of it is left.
 Likewise its cgroups (the ``memory`` and ``processes`` layers,
 :mod:`evopolicy_mcp.cgroups`): given to the spare (made, or reused), the
 spare moved in right after the fork, their limits rewritten at hand-over
 only should the episode ask for others; after the episode is reaped and
 swept the template reads whether its memory limit OOM-killed anything (the
-exit report says so).
-When it is next idle it hands them, emptied, to a later spare if they hold
-next to no memory, and removes them otherwise.
+exit report says so). Once its scratch is gone, the template hands them,
+emptied, to later spares if they hold next to no memory, and removes them
+otherwise. It keeps ``SPARES`` spares forked ahead.
 
 The template never reads a program's files, so a policy process's memory
 holds no program but its own (it could read its memory; other programs, other
@@ -76,11 +77,12 @@ PRELOAD = (
     "importlib.util",
 )
 MAX_CONTROL_MESSAGE = 1 << 16
+SPARES = 2  # policy processes kept forked ahead (one was often not ready for short episodes)
 SPARE_IDLE_SECONDS = 0.002  # idle this long, the template forks a spare it could not fork before
 RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
 CONFINED_REPORT = b"confined"
 MAX_FREE_GROUPS = 8  # emptied episode groups kept for the next spares
-MAX_UNTIDY = 4  # ended episodes whose scratch may wait for an idle moment (each up to its quota)
+TIDIER_NAME = "evopolicy-tidy"
 TEMPLATE_SIGNALS = {signal.SIGTERM, signal.SIGCHLD, signal.SIGINT}
 
 
@@ -106,14 +108,16 @@ class Template:
         self.pids: dict[int, int] = {}  # episode id -> pid
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.children_file = f"/proc/self/task/{os.getpid()}/children"
-        self.spare: tuple[int, socket.socket] | None = None
+        self.spares: list[tuple[int, socket.socket]] = []  # oldest (readiest) first
         self.spare_failed = False  # the last fork of a spare failed: wait for news to retry
         self.scratch: dict[int, str] = {}  # pid of a spare or episode leader -> its scratch dir
         self.spares_made = 0
-        # The scratch quota new spares get (the disk layer), or None: plain directories.
+        # The scratch quota new spares get (the disk layer), or None: plain directories;
+        # and that of each spare's scratch, by pid.
         default = confine.ProcessLimits()
         use_disk = box is not None and box.disk
         self.quota = (default.disk_bytes, default.disk_files) if use_disk else None
+        self.quota_of: dict[int, tuple[int, int]] = {}
         # The episode cgroups (memory, processes) of spares and episodes, by pid; the limits
         # new spares' groups get; groups of ended episodes, removed when the template is idle.
         self.groups = groups if groups is not None and groups.controllers else None
@@ -121,8 +125,8 @@ class Template:
         self.group_limits = default
         self.retired: list[cgroups.EpisodeGroup] = []
         self.free_groups: list[cgroups.EpisodeGroup] = []  # emptied, for the next spares
-        # What reported episodes held and is not freed yet: (scratch directory, cgroups).
-        self.untidy: list[tuple[str | None, cgroups.EpisodeGroup | None]] = []
+        # Frees what reported episodes held (scratch, cgroups) on a thread of its own.
+        self.tidier = Tidier(self.quota is not None)
         # Sockets of handed-over spares not yet confined, and the episodes that are.
         self.selector = selectors.DefaultSelector()
         self.reports: dict[int, socket.socket] = {}
@@ -134,14 +138,13 @@ class Template:
         episode = int(msg["id"])
         spare = None
         try:
-            if self.spare is None:
+            if not self.spares:
                 self.make_spare()
-            assert self.spare is not None
-            spare, self.spare = self.spare, None
+            spare = self.spares.pop(0)
             pid, sock = spare
             scratch = self.scratch[pid]
             limits = confine.ProcessLimits(**msg["limits"])
-            self.fit_quota(scratch, limits)
+            self.fit_quota(pid, scratch, limits)
             group = self.group_of.get(pid)
             if group is not None:
                 group.fit(limits)  # a no-op unless the limits differ from the spare's
@@ -236,9 +239,11 @@ class Template:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, TEMPLATE_SIGNALS)
         theirs.close()
         self.scratch[pid] = scratch
+        if self.quota is not None:
+            self.quota_of[pid] = self.quota
         if group is not None:
             self.group_of[pid] = group
-        self.spare = (pid, ours)
+        self.spares.append((pid, ours))
 
     def move(self, cpu: int) -> None:
         if cpu != self.on_cpu:
@@ -246,24 +251,26 @@ class Template:
             self.on_cpu = cpu
 
     def replace_spare(self) -> None:
-        """Fork the next spare now: after a spawn, the host waits for the process it just
-        got to start (on another CPU) and leaves the template's CPU free."""
-        if self.spare is None and not self.spare_failed:
+        """Fork spares until there are SPARES now: after a spawn, the host waits for the
+        process it just got to start (on another CPU) and leaves the template's CPU free."""
+        while len(self.spares) < SPARES and not self.spare_failed:
             try:
                 self.make_spare()
             except OSError:  # out of processes or memory for now: a spawn tries again
                 self.spare_failed = True
 
-    def fit_quota(self, scratch: str, limits: confine.ProcessLimits) -> None:
+    def fit_quota(self, pid: int, scratch: str, limits: confine.ProcessLimits) -> None:
         """Give a spare's scratch the episode's quota if it differs from the one it has."""
         want = (limits.disk_bytes, limits.disk_files)
-        if self.quota is not None and want != self.quota:
+        have = self.quota_of.pop(pid, None)
+        if have is not None and want != have:
             linux.mount_tmpfs(scratch, *want, remount=True)
-            self.quota = want  # the next spare's as well
+            self.quota = want  # the next spares' as well
 
     def drop(self, pid: int) -> None:
         """Free what a spare or an ended episode had: its scratch now, its cgroups when idle."""
         scratch = self.scratch.pop(pid, None)
+        self.quota_of.pop(pid, None)
         if scratch is not None:
             remove_scratch(scratch, self.quota is not None)
         group = self.group_of.pop(pid, None)
@@ -275,6 +282,7 @@ class Template:
 
     def free_group(self) -> cgroups.EpisodeGroup | None:
         """An ended episode's group, emptied, with the limits new spares get; or None."""
+        self.collect()
         while self.free_groups:
             group = self.free_groups.pop()
             try:
@@ -287,6 +295,7 @@ class Template:
     def remove_retired(self) -> None:
         """Remove the groups of ended episodes (rmdir), off the reap path: with the next
         spare, or after RETIRE_IDLE_SECONDS of idleness (a group still in use stays)."""
+        self.collect()
         self.retired = [group for group in self.retired if not group.remove()]
 
     def become_policy(self, sock: socket.socket, template_pid: int) -> None:
@@ -350,8 +359,8 @@ class Template:
         """Kill every child that is not a live episode leader: leftovers of ended episodes."""
 
         def strays() -> list[int]:
-            spare = self.spare[0] if self.spare else None
-            return [p for p in self.children() if p not in self.leaders and p != spare]
+            ours = {pid for pid, _sock in self.spares} | {self.tidier.pid}
+            return [p for p in self.children() if p not in self.leaders and p not in ours]
 
         kill_until_gone(strays)
 
@@ -363,8 +372,7 @@ class Template:
         process, so killing the group hits only the episode. With cgroups, the
         rest of the episode is what is left in its group, and only that is
         killed: strays of episodes still running are theirs, not this one's.
-        The report comes before the scratch is freed: unmounting waits for an
-        RCU grace period, and the next spawn may be waiting.
+        The report comes before the scratch is freed, which the tidier does.
         """
         ended: list[tuple[int, int, int]] = []
         while True:
@@ -384,11 +392,13 @@ class Template:
                 _pid, status = os.waitpid(pid, 0)
             except ChildProcessError:
                 continue
-            if self.spare is not None and pid == self.spare[0]:
-                self.spare[1].close()
-                self.spare = None
-                self.spare_failed = True  # it died waiting: wait for news before the next
-                self.drop(pid)
+            for spare in self.spares:
+                if spare[0] == pid:
+                    spare[1].close()
+                    self.spares.remove(spare)
+                    self.spare_failed = True  # it died waiting: wait for news before the next
+                    self.drop(pid)
+                    break
             episode = self.leaders.pop(pid, None)
             if episode is not None:
                 ended.append((episode, pid, status))
@@ -400,18 +410,16 @@ class Template:
             self.end_group(group)  # nothing of the episode is left to use its scratch
             self.pids.pop(episode, None)
             oom = group is not None and group.oom_killed()
-            self.untidy.append((self.scratch.pop(pid, None), group))
             self.send(
                 {"op": "exited", "id": episode, "status": status, "oom": oom, "confined": confined}
             )
-        if len(self.untidy) > MAX_UNTIDY:  # never idle for long: free them now
-            self.tidy()
+            self.tidier.put(self.scratch.pop(pid, None), group)
 
     def end_group(self, group: cgroups.EpisodeGroup | None) -> None:
         """Kill and reap what is left of an ended episode.
 
         With a process cgroup that is exactly its group's members; without one,
-        every child of the template that is not a live leader or the spare (an
+        every child of the template that is not a live leader or a spare (an
         episode's orphans are reparented here, but so are those of episodes
         still running: only cgroups tell them apart)."""
         if group is None or group.processes() is None:
@@ -437,19 +445,14 @@ class Template:
         self.selector.unregister(sock)
         sock.close()
 
-    def tidy(self, count: int | None = None) -> None:
-        """Free the scratch directories and cgroups of reported episodes: the ``count``
-        oldest, or all of them."""
-        count = len(self.untidy) if count is None else count
-        untidy, self.untidy = self.untidy[:count], self.untidy[count:]
-        for scratch, group in untidy:
-            if scratch is not None:
-                remove_scratch(scratch, self.quota is not None)
-            if group is not None:
-                if len(self.free_groups) < MAX_FREE_GROUPS and group.reuse():
-                    self.free_groups.append(group)
-                else:
-                    self.retire(group)
+    def collect(self) -> None:
+        """Take the groups of episodes whose scratch the tidier removed: emptied, for the
+        next spares, or to be removed."""
+        for group in self.tidier.finished():
+            if len(self.free_groups) < MAX_FREE_GROUPS and group.reuse():
+                self.free_groups.append(group)
+            else:
+                self.retire(group)
 
     # -- loop ----------------------------------------------------------------
 
@@ -467,13 +470,14 @@ class Template:
                 except (ProcessLookupError, PermissionError):
                     pass
         self.leaders.clear()
-        if self.spare is not None:
-            self.spare[1].close()  # a spare sees EOF and exits; sweep kills it anyway
-            self.spare = None
+        for _pid, sock in self.spares:
+            sock.close()  # a spare sees EOF and exits; sweep kills it anyway
+        self.spares.clear()
         self.sweep()
         for pid in list(self.scratch):
             self.drop(pid)
-        self.tidy()
+        self.tidier.close()
+        self.collect()
         self.retired += self.free_groups
         self.remove_retired()
         shutil.rmtree(self.scratch_root, ignore_errors=True)
@@ -489,13 +493,15 @@ class Template:
         sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         while True:
             # The next spare is forked right after each spawn. When the template has been
-            # idle a moment: the first spare, or one that could not be forked then; next
-            # the scratch of reported episodes; retired groups go with the next spare or
-            # after a long idle.
-            if not (self.spare or self.spare_failed) or self.untidy:
+            # idle a moment: the first spares, or one that could not be forked then;
+            # retired groups go with the next spare or after a long idle, as do the groups
+            # the tidier emptied.
+            if len(self.spares) < SPARES and not self.spare_failed:
                 timeout: float | None = SPARE_IDLE_SECONDS
+            elif self.retired or self.tidier.busy():
+                timeout = RETIRE_IDLE_SECONDS
             else:
-                timeout = RETIRE_IDLE_SECONDS if self.retired else None
+                timeout = None
             # It waits on the CPU of the episode it started last. When that episode ends,
             # the CPU is free, and the kill, the reap and the next spawn are served at
             # once; on the first CPU they waited behind the host's worker thread, which
@@ -507,10 +513,8 @@ class Template:
             events = sel.select(timeout)
             spare_failed, self.spare_failed = self.spare_failed, False
             if not events:
-                if self.spare is None and not spare_failed:
+                if len(self.spares) < SPARES and not spare_failed:
                     self.replace_spare()
-                elif self.untidy:
-                    self.tidy()
                 else:
                     self.remove_retired()
             # Requests before reaping: a spawn must not wait behind another episode's end.
@@ -535,14 +539,104 @@ class Template:
                 if msg["op"] == "spawn":
                     self.spawn(msg, fds)
                     self.replace_spare()
-                    # One ended episode freed per spawn, while the worker sleeps: tidying
-                    # several at the next episode's start held up its spawn by 3 ms.
-                    self.tidy(1)
                 elif msg["op"] == "kill":
                     self.kill(int(msg["id"]))
                 elif msg["op"] == "exit":
                     self.shutdown()
             self.reap()  # a SIGCHLD can race the selector; reaping is cheap and idempotent
+
+
+class Tidier:
+    """A process of the template's own that unmounts and removes ended episodes' scratch;
+    the template then empties their groups for the next spares.
+
+    Unmounting a tmpfs waits for an RCU grace period, 0.5-5 ms here: in the template's
+    loop it held up the next spawn. A thread would share the template's GIL, and one
+    that the scheduler preempted while holding it stalled the template for
+    milliseconds. It is forked before any spare and runs no program. Should it be
+    gone, the template removes scratch itself.
+    """
+
+    def __init__(self, mounted: bool) -> None:
+        self.mounted = mounted  # scratch directories are tmpfs mounts
+        self.pending: dict[str, cgroups.EpisodeGroup | None] = {}  # scratch -> its group
+        self.ready: list[cgroups.EpisodeGroup] = []  # groups whose scratch is gone
+        todo_r, self.todo_w = os.pipe2(os.O_CLOEXEC)
+        self.done_r, done_w = os.pipe2(os.O_CLOEXEC)
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 1
+            try:
+                confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
+                with open("/proc/self/comm", "w") as comm:
+                    comm.write(TIDIER_NAME)  # what ps and the tests know it by
+                low, high = sorted((todo_r, done_w))  # nothing else of the template's
+                os.closerange(3, low)
+                os.closerange(low + 1, high)
+                os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
+                self._serve(todo_r, done_w)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(todo_r)
+        os.close(done_w)
+        os.set_blocking(self.done_r, False)
+        self.alive = True
+        self._partial = b""
+
+    def put(self, scratch: str | None, group: cgroups.EpisodeGroup | None) -> None:
+        if scratch is not None and self.alive:
+            try:
+                os.write(self.todo_w, os.fsencode(scratch) + b"\n")
+                self.pending[scratch] = group
+                return
+            except OSError:
+                self.alive = False  # gone: from now on the template does it
+        if scratch is not None:
+            remove_scratch(scratch, self.mounted)
+        if group is not None:
+            self.ready.append(group)
+
+    def busy(self) -> bool:
+        return bool(self.pending or self.ready)
+
+    def finished(self) -> list[cgroups.EpisodeGroup]:
+        """The groups of episodes whose scratch has gone since the last call."""
+        while self.pending:
+            try:
+                data = os.read(self.done_r, 1 << 16)
+            except BlockingIOError:
+                break
+            if not data:  # gone: what it did not finish, the template does
+                self.alive = False
+                for scratch in list(self.pending):
+                    self.put(scratch, self.pending.pop(scratch))
+                break
+            *lines, self._partial = (self._partial + data).split(b"\n")
+            for line in lines:
+                group = self.pending.pop(os.fsdecode(line), None)
+                if group is not None:
+                    self.ready.append(group)
+        ready, self.ready = self.ready, []
+        return ready
+
+    def close(self) -> None:
+        """Finish what was put, then stop (the process exits at the end of its input)."""
+        os.close(self.todo_w)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.alive = False
+        for scratch in list(self.pending):
+            self.put(scratch, self.pending.pop(scratch))
+
+    def _serve(self, todo_r: int, done_w: int) -> None:
+        with open(todo_r, "rb") as todo:
+            for line in todo:
+                path = os.fsdecode(line.rstrip(b"\n"))
+                remove_scratch(path, self.mounted)
+                os.write(done_w, line)
 
 
 def kill_until_gone(find: Callable[[], list[int]]) -> None:

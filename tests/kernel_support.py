@@ -21,6 +21,7 @@ from evopolicy_mcp.feedback import EpisodeSummary, Feedback
 from evopolicy_mcp.runner import Failure, Runner
 from evopolicy_mcp.snapshot import Program, capture_files
 from evopolicy_mcp.tasks import Task, load_tasks
+from evopolicy_mcp.zygote import TIDIER_NAME
 
 TASKS: dict[str, Task] = load_tasks()
 SECRET = seeds.secret_from_seed(0)
@@ -155,7 +156,7 @@ def process_state(pid: int) -> str | None:
 def strays_of(template: int) -> list[int]:
     """Children of the template other than an idle spare.
 
-    The template keeps one pre-forked spare process in its own process group; every
+    The template keeps a few pre-forked spare processes in its own process group; every
     policy process leaves that group first thing, so any other child (or a
     zombie) is something an episode left behind.
     """
@@ -167,6 +168,21 @@ def strays_of(template: int) -> list[int]:
         if stat is not None and (stat[0] == "Z" or stat[2] != own[2]):
             strays.append(pid)
     return strays
+
+
+def spares_of(template: int) -> list[int]:
+    """Children of the template other than its tidier: spares, and running episodes'
+    policy processes."""
+    found = []
+    for pid in children_of(template):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == TIDIER_NAME:
+                    continue
+        except OSError:
+            continue
+        found.append(pid)
+    return found
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:

@@ -13,15 +13,25 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_support import GOOD_CARTPOLE, Kernel, assert_failed, needs, strays_of, with_limits
+from kernel_support import (
+    GOOD_CARTPOLE,
+    Kernel,
+    assert_failed,
+    children_of,
+    needs,
+    strays_of,
+    with_limits,
+)
 
 from evopolicy_mcp import cgroups
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.feedback import EpisodeSummary
 from evopolicy_mcp.runner import Failure, PolicyFailure
+from evopolicy_mcp.zygote import SPARES, TIDIER_NAME
 
 FAST = with_limits("cartpole", act_seconds=0.5, startup_seconds=5.0, episode_seconds=10.0)
 
@@ -115,11 +125,11 @@ def test_filling_the_scratch_directory_ends_at_its_quota_for_that_episode_alone(
     kernel.runner.settle()
     template = kernel.runner.template_pid
     assert template is not None
-    # Ended episodes' scratch goes once the template is idle (a few ms): only the spare's stays.
+    # Ended episodes' scratch goes once the template is idle (a few ms): only the spares' stay.
     deadline = time.monotonic() + 5.0
-    while len(scratch_mounts(template)) > 1 and time.monotonic() < deadline:
+    while len(scratch_mounts(template)) > SPARES and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert len(scratch_mounts(template)) <= 1, "only the idle spare's scratch is mounted"
+    assert len(scratch_mounts(template)) <= SPARES, "only the idle spares' scratch is mounted"
     assert scratch_mounts(os.getpid()) == [], "the machine's mount table never shows them"
 
 
@@ -162,20 +172,73 @@ def test_a_full_scratch_directory_leaves_a_concurrent_episode_its_own(kernel: Ke
     assert any(f <= w <= f + 0.6 for f in full for w in wrote), "no write met a full neighbour"
 
 
+def tidier_of(template: int) -> int:
+    tidiers = [pid for pid in children_of(template) if comm(pid) == TIDIER_NAME]
+    assert len(tidiers) == 1, tidiers
+    return tidiers[0]
+
+
+def comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def test_the_tidier_holds_only_its_two_pipes(kernel: Kernel) -> None:
+    kernel.assert_healthy()
+    template = kernel.runner.template_pid
+    assert template is not None
+    tidier = tidier_of(template)
+    fds = {
+        int(fd): os.readlink(f"/proc/{tidier}/fd/{fd}") for fd in os.listdir(f"/proc/{tidier}/fd")
+    }
+    extra = {fd: target for fd, target in fds.items() if fd > 2}
+    # Not the control socket, no episode's pipes: only its work in and its answers out.
+    assert sorted(extra.values()) == sorted(v for v in extra.values() if v.startswith("pipe:"))
+    assert len(extra) == 2, fds
+
+
+@needs("disk")
+def test_without_its_tidier_the_template_frees_scratch_itself_and_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.assert_healthy()
+        template = kernel.runner.template_pid
+        assert template is not None
+        os.kill(tidier_of(template), signal.SIGKILL)
+        for _ in range(6):
+            kernel.assert_healthy()
+        kernel.runner.settle()
+        deadline = time.monotonic() + 5.0
+        while len(scratch_mounts(template)) > SPARES and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(scratch_mounts(template)) <= SPARES, scratch_mounts(template)
+        assert strays_of(template) == [], "the dead tidier was reaped"
+    finally:
+        kernel.close()
+
+
 @needs("disk")
 def test_the_scratch_quota_is_the_one_the_episode_limits_give(kernel: Kernel) -> None:
     program = kernel.program(filler("fill_scratch()"))
     small = ProcessLimits(disk_bytes=4 << 20, disk_files=64)
     written = []
-    for limits in (small, ProcessLimits(), small):  # each a change from the spare's quota
+    # Each spare has the quota of the episodes before it was forked: the first of each
+    # pair is a change from that of the spares in stock, the second may not be.
+    sequence = (small, small, ProcessLimits(), ProcessLimits(), small)
+    for limits in sequence:
         with kernel.runner.open(
             program.path, limits, act_seconds=5.0, startup_seconds=10.0, episode_seconds=30.0
         ) as proc:
             proc.start({"task_id": "fill", "observation_space": {}, "action_space": {}})
         found = fill_report(proc.output())
         written.append((int(found["BYTES"][1]), int(found["BYTES"][0]) + int(found["FILES"][0])))
-    assert written[0] == written[2]
-    for (size, files), limits in zip(written, (small, ProcessLimits(), small), strict=True):
+    assert written[0] == written[1] == written[4]
+    for (size, files), limits in zip(written, sequence, strict=True):
         assert limits.disk_bytes - (1 << 20) < size <= limits.disk_bytes, (size, limits)
         assert limits.disk_files - 16 <= files < limits.disk_files, (files, limits)
 

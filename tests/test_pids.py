@@ -15,7 +15,7 @@ from evopolicy_mcp.cgroups import hierarchies
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.feedback import EpisodeSummary
 from evopolicy_mcp.runner import Runner
-from evopolicy_mcp.zygote import MAX_FREE_GROUPS
+from evopolicy_mcp.zygote import MAX_FREE_GROUPS, SPARES
 
 pytestmark = pytest.mark.skipif(
     not any("pids" in h.controllers for h in hierarchies()), reason="no writable pids cgroup here"
@@ -135,11 +135,11 @@ def test_episode_cgroups_are_reused_or_removed_and_do_not_pile_up(tmp_path: Path
         runner.settle()
         time.sleep(0.2)  # the template, idle, empties the last episode's groups
         tree = runner_tree(runner)
-        # Left: the template's own group (pids), the idle spare's, and emptied groups kept
+        # Left: the template's own group (pids), the idle spares', and emptied groups kept
         # for the next spares; not one per episode.
         assert tree, tree
         for groups in tree.values():
-            assert len(set(groups) - {"template"}) <= 1 + MAX_FREE_GROUPS < episodes, tree
+            assert len(set(groups) - {"template"}) <= SPARES + MAX_FREE_GROUPS < episodes, tree
         template = runner.template_pid
     finally:
         kernel.close()

@@ -129,7 +129,7 @@ async def test_a_server_killed_mid_evaluation_resumes_it_charged_once(tmp_path: 
             await anyio.sleep(0.05)
         assert view["status"] == "running" and view["episodes_done"] < 4
         server_pid = _server_pid(marker)
-        # The template, its spare and the running episode's policy process at least.
+        # The template, its spares and the running episode's policy process at least.
         family = _descendants(server_pid)
         assert len(family) >= 2, family
         os.kill(server_pid, signal.SIGKILL)
