@@ -50,6 +50,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -83,6 +84,7 @@ RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
 CONFINED_REPORT = b"confined"
 MAX_FREE_GROUPS = 8  # emptied episode groups kept for the next spares
 TIDIER_NAME = "evopolicy-tidy"
+MAX_PENDING = 8  # ended episodes' scratch the tidier may have to do (each up to its quota)
 TEMPLATE_SIGNALS = {signal.SIGTERM, signal.SIGCHLD, signal.SIGINT}
 
 
@@ -125,8 +127,9 @@ class Template:
         self.group_limits = default
         self.retired: list[cgroups.EpisodeGroup] = []
         self.free_groups: list[cgroups.EpisodeGroup] = []  # emptied, for the next spares
-        # Frees what reported episodes held (scratch, cgroups) on a thread of its own.
+        # Unmounts what reported episodes held, in a process of its own.
         self.tidier = Tidier(self.quota is not None)
+        self.closing = False
         # Sockets of handed-over spares not yet confined, and the episodes that are.
         self.selector = selectors.DefaultSelector()
         self.reports: dict[int, socket.socket] = {}
@@ -359,7 +362,7 @@ class Template:
         """Kill every child that is not a live episode leader: leftovers of ended episodes."""
 
         def strays() -> list[int]:
-            ours = {pid for pid, _sock in self.spares} | {self.tidier.pid}
+            ours = {pid for pid, _sock in self.spares} | {self.tidier.pid}  # None if gone
             return [p for p in self.children() if p not in self.leaders and p not in ours]
 
         kill_until_gone(strays)
@@ -392,6 +395,7 @@ class Template:
                 _pid, status = os.waitpid(pid, 0)
             except ChildProcessError:
                 continue
+            self.tidier.reaped(pid)
             for spare in self.spares:
                 if spare[0] == pid:
                     spare[1].close()
@@ -414,6 +418,7 @@ class Template:
                 {"op": "exited", "id": episode, "status": status, "oom": oom, "confined": confined}
             )
             self.tidier.put(self.scratch.pop(pid, None), group)
+        self.tidier.drain()  # its answers must not fill the pipe they come on
 
     def end_group(self, group: cgroups.EpisodeGroup | None) -> None:
         """Kill and reap what is left of an ended episode.
@@ -463,6 +468,10 @@ class Template:
             self.shutdown()
 
     def shutdown(self) -> None:
+        if self.closing:
+            return  # a signal in the middle of a shutdown: that one goes on
+        self.closing = True
+        signal.pthread_sigmask(signal.SIG_BLOCK, TEMPLATE_SIGNALS)
         for pid in list(self.leaders):
             for send_kill in (os.killpg, os.kill):
                 try:
@@ -553,8 +562,9 @@ class Tidier:
     Unmounting a tmpfs waits for an RCU grace period, 0.5-5 ms here: in the template's
     loop it held up the next spawn. A thread would share the template's GIL, and one
     that the scheduler preempted while holding it stalled the template for
-    milliseconds. It is forked before any spare and runs no program. Should it be
-    gone, the template removes scratch itself.
+    milliseconds. It is forked before any spare and runs no program. The template
+    never waits for it: it removes a scratch itself when the tidier is gone, or has
+    ``MAX_PENDING`` to do already, or cannot take more.
     """
 
     def __init__(self, mounted: bool) -> None:
@@ -563,8 +573,8 @@ class Tidier:
         self.ready: list[cgroups.EpisodeGroup] = []  # groups whose scratch is gone
         todo_r, self.todo_w = os.pipe2(os.O_CLOEXEC)
         self.done_r, done_w = os.pipe2(os.O_CLOEXEC)
-        self.pid = os.fork()
-        if self.pid == 0:
+        pid = os.fork()
+        if pid == 0:
             code = 1
             try:
                 confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -578,20 +588,24 @@ class Tidier:
                 code = 0
             finally:
                 os._exit(code)
+        self.pid: int | None = pid  # None once it is reaped
+        self.working = True  # False once it can take no more
         os.close(todo_r)
         os.close(done_w)
+        os.set_blocking(self.todo_w, False)
         os.set_blocking(self.done_r, False)
-        self.alive = True
         self._partial = b""
 
     def put(self, scratch: str | None, group: cgroups.EpisodeGroup | None) -> None:
-        if scratch is not None and self.alive:
+        if scratch is not None and self.working and len(self.pending) < MAX_PENDING:
             try:
-                os.write(self.todo_w, os.fsencode(scratch) + b"\n")
+                os.write(self.todo_w, os.fsencode(scratch) + b"\n")  # short: whole or not at all
                 self.pending[scratch] = group
                 return
+            except BlockingIOError:
+                pass  # it is behind: this one the template does
             except OSError:
-                self.alive = False  # gone: from now on the template does it
+                self.lost()
         if scratch is not None:
             remove_scratch(scratch, self.mounted)
         if group is not None:
@@ -600,36 +614,61 @@ class Tidier:
     def busy(self) -> bool:
         return bool(self.pending or self.ready)
 
-    def finished(self) -> list[cgroups.EpisodeGroup]:
-        """The groups of episodes whose scratch has gone since the last call."""
+    def drain(self) -> None:
+        """Take the tidier's answers: the groups whose scratch it removed become ready."""
         while self.pending:
             try:
                 data = os.read(self.done_r, 1 << 16)
             except BlockingIOError:
-                break
-            if not data:  # gone: what it did not finish, the template does
-                self.alive = False
-                for scratch in list(self.pending):
-                    self.put(scratch, self.pending.pop(scratch))
-                break
+                return
+            if not data:
+                self.lost()
+                return
             *lines, self._partial = (self._partial + data).split(b"\n")
             for line in lines:
                 group = self.pending.pop(os.fsdecode(line), None)
                 if group is not None:
                     self.ready.append(group)
+
+    def finished(self) -> list[cgroups.EpisodeGroup]:
+        """The groups of episodes whose scratch has gone since the last call."""
+        self.drain()
         ready, self.ready = self.ready, []
         return ready
 
-    def close(self) -> None:
-        """Finish what was put, then stop (the process exits at the end of its input)."""
-        os.close(self.todo_w)
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
-        self.alive = False
+    def lost(self) -> None:
+        """It died or was told to stop: what it had not done, the template does now."""
+        self.working = False
         for scratch in list(self.pending):
             self.put(scratch, self.pending.pop(scratch))
+
+    def reaped(self, pid: int) -> None:
+        """The template reaped ``pid``: if that was the tidier, its pid may be anyone's now."""
+        if pid == self.pid:
+            self.pid = None
+            self.lost()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Let it finish what it was given, then stop it; at most ``timeout`` seconds."""
+        if self.todo_w >= 0:
+            os.close(self.todo_w)  # it exits at the end of its input
+            self.todo_w = -1
+        deadline = time.monotonic() + timeout
+        while self.pid is not None:
+            self.drain()  # its answers must not fill the pipe it writes them to
+            try:
+                done, _status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                done = self.pid
+            if done == self.pid:
+                self.pid = None
+                break
+            if time.monotonic() >= deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                deadline = float("inf")
+            time.sleep(0.001)
+        self.drain()
+        self.lost()
 
     def _serve(self, todo_r: int, done_w: int) -> None:
         with open(todo_r, "rb") as todo:

@@ -8,9 +8,12 @@ theirs. A test whose layer this machine lacks is skipped with the reason
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -31,7 +34,7 @@ from evopolicy_mcp import cgroups
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.feedback import EpisodeSummary
 from evopolicy_mcp.runner import Failure, PolicyFailure
-from evopolicy_mcp.zygote import SPARES, TIDIER_NAME
+from evopolicy_mcp.zygote import MAX_PENDING, SPARES, TIDIER_NAME, Tidier
 
 FAST = with_limits("cartpole", act_seconds=0.5, startup_seconds=5.0, episode_seconds=10.0)
 
@@ -198,6 +201,100 @@ def test_the_tidier_holds_only_its_two_pipes(kernel: Kernel) -> None:
     # Not the control socket, no episode's pipes: only its work in and its answers out.
     assert sorted(extra.values()) == sorted(v for v in extra.values() if v.startswith("pipe:"))
     assert len(extra) == 2, fds
+
+
+def scratch_dirs(root: Path, count: int) -> list[str]:
+    made = []
+    for n in range(count):
+        (root / str(n)).mkdir()
+        (root / str(n) / "work").write_text("x")
+        made.append(str(root / str(n)))
+    return made
+
+
+def test_the_tidier_never_holds_the_template_up_and_never_falls_behind_unbounded(
+    tmp_path: Path,
+) -> None:
+    # Its answers are read only now and then; the template must never block on it.
+    tidier = Tidier(mounted=False)
+    given = scratch_dirs(tmp_path, 3000)
+    done = threading.Event()
+
+    def put_all() -> None:
+        for path in given:
+            tidier.put(path, None)
+            assert len(tidier.pending) <= MAX_PENDING
+        done.set()
+
+    worker = threading.Thread(target=put_all, daemon=True)
+    worker.start()
+    assert done.wait(20), "the template blocked handing scratch to its tidier"
+    tidier.close()
+    tidier.close()  # a second close (a shutdown interrupted by a signal) does nothing
+    assert tidier.pid is None and not tidier.pending
+    assert list(tmp_path.iterdir()) == [], "every scratch was removed, by one or the other"
+
+
+def test_a_stopped_tidier_holds_up_neither_the_template_nor_its_shutdown(tmp_path: Path) -> None:
+    tidier = Tidier(mounted=False)
+    pid = tidier.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for path in scratch_dirs(tmp_path, 50):
+            tidier.put(path, None)  # the first few wait for it; the rest are done at once
+        closing = threading.Thread(target=tidier.close, kwargs={"timeout": 0.5}, daemon=True)
+        closing.start()
+        closing.join(10)
+        assert not closing.is_alive(), "the shutdown waited for a stopped tidier"
+        assert tidier.pid is None and list(tmp_path.iterdir()) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+# A template whose shutdown (the host's end, say) is interrupted by a SIGTERM (the
+# parent-death signal that follows it): the shutdown under way must finish, cleanly.
+INTERRUPTED_SHUTDOWN = """
+import os, signal, socket, sys, tempfile, threading
+from evopolicy_mcp.zygote import Template
+ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+root = tempfile.mkdtemp(prefix="evopolicy-scratch-", dir=sys.argv[1])
+template = Template(ours, root)
+signal.signal(signal.SIGTERM, lambda *_: template.shutdown())  # as serve() does
+ended = os.path.join(root, "ended")
+os.mkdir(ended)
+for n in range(20000):  # slow to remove: the signal comes while the tidier works
+    open(os.path.join(ended, str(n)), "w").close()
+template.tidier.put(ended, None)
+threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+template.shutdown()
+"""
+
+
+def test_a_signal_during_the_templates_shutdown_lets_it_finish(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_SHUTDOWN, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(tmp_path.iterdir()) == [], "the scratch root is removed"
+
+
+def test_a_dead_tidier_is_forgotten_once_reaped(tmp_path: Path) -> None:
+    tidier = Tidier(mounted=False)
+    pid = tidier.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    tidier.reaped(pid)  # what the template's reap does: its pid may now be anyone's
+    assert tidier.pid is None
+    (path,) = scratch_dirs(tmp_path, 1)
+    tidier.put(path, None)
+    assert list(tmp_path.iterdir()) == []
+    tidier.close()
 
 
 @needs("disk")
