@@ -55,12 +55,12 @@ def _rss_mb() -> float:
     return float("nan")
 
 
-def _raw(episodes: int, max_steps: int) -> float:
+def _raw(episodes: int, max_steps: int, controller: str = CONTROLLER) -> float:
     """Seconds for ``episodes`` raw in-process episodes."""
     import gymnasium as gym
 
     namespace: dict[str, Any] = {}
-    exec(CONTROLLER, namespace)
+    exec(controller, namespace)
     policy = namespace["make_policy"](None)
     started = time.perf_counter()
     for seed in range(episodes):
@@ -82,7 +82,10 @@ def _late_wakeups(stop: threading.Event, late: list[float]) -> None:
         late.append(time.perf_counter() - started - 0.001)
 
 
-def run_bench(episodes: int = 100, workers: int | None = None, rounds: int = 5) -> dict[str, float]:
+def run_bench(
+    episodes: int = 100, workers: int | None = None, rounds: int = 5, controller: str = CONTROLLER
+) -> dict[str, float]:
+    """The figures of one run; ``controller`` is the policy measured (it must score 500)."""
     from evopolicy_mcp import seeds
     from evopolicy_mcp.evaluation import evaluate, jobs_for
     from evopolicy_mcp.runner import Runner
@@ -114,47 +117,55 @@ def run_bench(episodes: int = 100, workers: int | None = None, rounds: int = 5) 
     figures: dict[str, list[float]] = {
         k: [] for k in ("raw", "harness", "ratio", "fixed", "per_step")
     }
-    with tempfile.TemporaryDirectory(prefix="evopolicy-bench-") as store:
-        program = capture_files({"policy.py": CONTROLLER}, Path(store))
+    try:
+        with tempfile.TemporaryDirectory(prefix="evopolicy-bench-") as store:
+            program = capture_files({"policy.py": controller}, Path(store))
 
-        def harness(task: Any, count: int, first: int, **kwargs: Any) -> float:
-            """Seconds per episode through the harness."""
-            started = time.perf_counter()
-            feedback = evaluate(
-                program,
-                task,
-                jobs_for(task, "train", range(first, first + count), secret),
-                runner=runner,
-                **kwargs,
-            )
-            seconds = (time.perf_counter() - started) / count
-            if task is full and feedback.score != 500:
-                raise RuntimeError(f"the benchmark controller scored {feedback.score}, not 500")
-            return seconds
+            def harness(task: Any, count: int, first: int, **kwargs: Any) -> float:
+                """Seconds per episode through the harness."""
+                started = time.perf_counter()
+                feedback = evaluate(
+                    program,
+                    task,
+                    jobs_for(task, "train", range(first, first + count), secret),
+                    runner=runner,
+                    **kwargs,
+                )
+                seconds = (time.perf_counter() - started) / count
+                if task is full and feedback.score != 500:
+                    raise RuntimeError(f"the benchmark controller scored {feedback.score}, not 500")
+                return seconds
 
-        _raw(5, 500)  # warm imports and caches on both sides
-        harness(full, 4, 0)
-        for r in range(rounds):
-            first = 1000 * (r + 1)
-            raw_rate = per_round / _raw(per_round, 500)
-            rate = 1 / harness(full, per_round, first, workers=workers, on_episode=on_episode)
-            over_500 = harness(full, n_one, first + 500, workers=1) - _raw(n_one, 500) / n_one
-            over_50 = harness(short, n_one, first + 500, workers=1) - _raw(n_one, 50) / n_one
-            per_step = (over_500 - over_50) / 450
-            figures["raw"].append(raw_rate)
-            figures["harness"].append(rate)
-            figures["ratio"].append(rate / raw_rate)
-            figures["per_step"].append(per_step)
-            figures["fixed"].append(over_50 - 50 * per_step)
-        stop, late = threading.Event(), [0.0]  # [0.0]: a figure even if no sleep ended
-        prober = threading.Thread(target=_late_wakeups, args=(stop, late), daemon=True)
-        prober.start()
-        try:
-            harness(full, per_round, 1000 * (rounds + 1), workers=workers)
-        finally:
-            stop.set()
-            prober.join()
-    runner.close()
+            _raw(5, 500, controller)  # warm imports and caches on both sides
+            harness(full, 4, 0)
+            for r in range(rounds):
+                first = 1000 * (r + 1)
+                raw_rate = per_round / _raw(per_round, 500, controller)
+                rate = 1 / harness(full, per_round, first, workers=workers, on_episode=on_episode)
+                over_500 = (
+                    harness(full, n_one, first + 500, workers=1)
+                    - _raw(n_one, 500, controller) / n_one
+                )
+                over_50 = (
+                    harness(short, n_one, first + 500, workers=1)
+                    - _raw(n_one, 50, controller) / n_one
+                )
+                per_step = (over_500 - over_50) / 450
+                figures["raw"].append(raw_rate)
+                figures["harness"].append(rate)
+                figures["ratio"].append(rate / raw_rate)
+                figures["per_step"].append(per_step)
+                figures["fixed"].append(over_50 - 50 * per_step)
+            stop, late = threading.Event(), [0.0]  # [0.0]: a figure even if no sleep ended
+            prober = threading.Thread(target=_late_wakeups, args=(stop, late), daemon=True)
+            prober.start()
+            try:
+                harness(full, per_round, 1000 * (rounds + 1), workers=workers)
+            finally:
+                stop.set()
+                prober.join()
+    finally:
+        runner.close()
     late.sort()
     med = {k: statistics.median(v) for k, v in figures.items()}
     return {

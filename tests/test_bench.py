@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
+from kernel_support import children_of, process_state
 
+from evopolicy_mcp.bench import run_bench
 from evopolicy_mcp.cli import main
 
 
@@ -28,3 +31,22 @@ def test_bench_refuses_a_count_that_is_not_positive(capsys: pytest.CaptureFixtur
         main(["bench", "--rounds", "0"])
     assert exited.value.code != 0
     assert "--rounds" in capsys.readouterr().err
+
+
+FALLS = """\
+def make_policy(context):
+    return Push()
+
+
+class Push:
+    def act(self, observation):
+        return 1  # always right: the pole falls within some 10 steps
+"""
+
+
+def test_a_failed_bench_leaves_no_policy_template_behind() -> None:
+    before = set(children_of(os.getpid()))
+    with pytest.raises(RuntimeError, match="not 500"):
+        run_bench(episodes=2, rounds=1, controller=FALLS)
+    left = [p for p in children_of(os.getpid()) if p not in before and process_state(p) != "Z"]
+    assert left == [], "the bench's runner was not closed"
