@@ -23,10 +23,9 @@ frame to a receiver that went to sleep, and the end of the process.
 
 Every message in a mailbox answers one from the other side (the host's
 CONTEXT is answered by READY, each OBSERVATION by an ACTION), so an honest
-sender never rewrites a slot its peer may still be copying. The receiver copies a frame out before it
-reads it, bounded by the slot,
-so a policy that scribbles on the shared pages at any moment can only
-send itself garbage: the host decodes a copy, under the same bounds as a
+sender never rewrites a slot its peer may still be copying. The receiver
+copies a frame out before it reads it, bounded by the slot, so a policy that
+scribbles on the shared pages at any moment can only send itself garbage: the host decodes a copy, under the same bounds as a
 pipe frame. Stores become visible in program order only on x86-64 (TSO),
 so the mailbox is used there and nowhere else (:func:`supported`).
 

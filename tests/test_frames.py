@@ -349,19 +349,25 @@ def test_mutated_payloads_raise_nothing_but_frame_error() -> None:
         ]
     ]
     for _ in range(20_000):
-        data = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(1, 4)):
-            op = rng.random()
-            if op < 0.4 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            elif op < 0.7 and data:
-                del data[rng.randrange(len(data)) :]
-            else:
-                data.insert(rng.randrange(len(data) + 1), rng.randrange(256))
+        data = _mutated(rng, rng.choice(seeds), rng.randint(1, 4))
         try:
             decode(bytes(data))
         except FrameError:
             pass
+
+
+def _mutated(rng: random.Random, data: bytes, times: int) -> bytearray:
+    """``data`` with ``times`` random edits: a byte changed, the tail cut, a byte inserted."""
+    out = bytearray(data)
+    for _ in range(times):
+        op = rng.random()
+        if op < 0.4 and out:
+            out[rng.randrange(len(out))] = rng.randrange(256)
+        elif op < 0.7 and out:
+            del out[rng.randrange(len(out)) :]
+        else:
+            out.insert(rng.randrange(len(out) + 1), rng.randrange(256))
+    return out
 
 
 def _slow_read(data: bytes, max_frame: int) -> tuple[int, Any]:
@@ -388,15 +394,7 @@ def test_read_frame_takes_what_parse_whole_and_decode_take_and_refuses_the_rest(
     for arr in arrays:  # their headers are known from now on: read_frame's short way
         frames.read_frame(frame(frames.OBSERVATION, arr), 1 << 20)
     for n in range(20_000):
-        data = bytearray(rng.choice(seeds))
-        for _ in range(rng.randint(0, 3) if n % 2 else 0):
-            op = rng.random()
-            if op < 0.5 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            elif op < 0.75 and data:
-                del data[rng.randrange(len(data)) :]
-            else:
-                data.insert(rng.randrange(len(data) + 1), rng.randrange(256))
+        data = _mutated(rng, rng.choice(seeds), rng.randint(0, 3) if n % 2 else 0)
         if n % 3 == 0 and len(data) >= 5:  # a length field that agrees with the bytes
             struct.pack_into("<I", data, 0, len(data) - 4)
         bound = rng.choice([1 << 20, 12])
