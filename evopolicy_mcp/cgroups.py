@@ -40,8 +40,10 @@ from evopolicy_mcp.confine import ProcessLimits
 
 __all__ = [
     "DEFAULT_MAX_PROCESSES",
+    "MAX_FREE_GROUPS",
     "REUSE_MAX_BYTES",
     "EpisodeGroup",
+    "GroupPool",
     "Groups",
     "Hierarchy",
     "hierarchies",
@@ -58,6 +60,7 @@ _PREFIX = "evopolicy-"
 
 
 REUSE_MAX_BYTES = 4 << 20  # memory an emptied group may still hold and be reused
+MAX_FREE_GROUPS = 8  # emptied episode groups kept for the next spares
 
 
 def memory_limit(limits: ProcessLimits) -> int:
@@ -311,6 +314,54 @@ class Groups:
             group.remove()
             raise
         return group
+
+
+class GroupPool:
+    """The episode groups of one template: given to spares (made, or an emptied one
+    reused), and once their episode is over kept for a later spare or removed."""
+
+    def __init__(self, groups: Groups) -> None:
+        self.groups = groups
+        self.limits = ProcessLimits()  # what new spares' groups get: the last episode's
+        self.free: list[EpisodeGroup] = []  # emptied, for the next spares
+        self.retired: list[EpisodeGroup] = []  # removed once nothing is left in them
+
+    def take(self, name: str) -> EpisodeGroup | None:
+        """A group with the current limits for a new spare: a free one, else a new one
+        (None if no controller is in use). OSError."""
+        self.remove_retired()
+        while self.free:
+            group = self.free.pop()
+            try:
+                group.fit(self.limits)
+                return group
+            except OSError:
+                self.retired.append(group)
+        return self.groups.episode(name, self.limits)
+
+    def fit(self, group: EpisodeGroup, limits: ProcessLimits) -> None:
+        """Give a spare's group its episode's limits (no-op if it has them). OSError."""
+        group.fit(limits)
+        self.limits = limits  # the next spares' as well
+
+    def give_back(self, group: EpisodeGroup) -> None:
+        """An ended episode's group, its scratch gone: kept if it can be reused."""
+        if len(self.free) < MAX_FREE_GROUPS and group.reuse():
+            self.free.append(group)
+        else:
+            self.retired.append(group)
+
+    def retire(self, group: EpisodeGroup) -> None:
+        self.retired.append(group)
+
+    def remove_retired(self) -> None:
+        """Remove retired groups (rmdir); one still in use stays retired."""
+        self.retired = [group for group in self.retired if not group.remove()]
+
+    def close(self) -> None:
+        self.retired += self.free
+        self.free = []
+        self.remove_retired()
 
 
 def kill_runner(host_pid: int, template_pid: int) -> None:

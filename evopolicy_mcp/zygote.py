@@ -12,14 +12,10 @@ reparented here and killed when its episode ends; it dies with the host
 the host hears that an episode's process exited, no process of that episode
 remains.
 
-Each spare gets its scratch directory when it is forked. With the sandbox's
-``disk`` layer that is a tmpfs of the quota in
-:class:`~evopolicy_mcp.confine.ProcessLimits`, mounted in the template's
-private mount namespace (remounted at hand-over should the episode ask for
-another quota) and unmounted once its episode is reaped and swept (by the
-template's :class:`Tidier` process: an unmount waits for the kernel): an
-episode that fills it fills nothing else, and nothing of it is left.
-Likewise its cgroups (the ``memory`` and ``processes`` layers,
+Each spare gets its scratch directory when it is forked
+(:mod:`evopolicy_mcp.scratch`: a tmpfs of its quota, unmounted by the
+template's tidier process once its episode is reaped and swept). Likewise
+its cgroups (the ``memory`` and ``processes`` layers,
 :mod:`evopolicy_mcp.cgroups`): given to the spare (made, or reused), the
 spare moved in right after the fork, their limits rewritten at hand-over
 only should the episode ask for others; after the episode is reaped and
@@ -50,13 +46,12 @@ import signal
 import socket
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
-from evopolicy_mcp import cgroups, confine, linux, mailbox, sandbox
+from evopolicy_mcp import cgroups, confine, mailbox, sandbox
 from evopolicy_mcp.child import run_policy, warm_up
-from evopolicy_mcp.scratch import copy_program, remove_scratch, warm_copy
+from evopolicy_mcp.scratch import Scratch, Tidier, copy_program, warm_copy
 
 __all__ = ["main"]
 
@@ -82,9 +77,6 @@ SPARES = 2  # policy processes kept forked ahead (one was often not ready for sh
 SPARE_IDLE_SECONDS = 0.002  # idle this long, the template forks a spare it could not fork before
 RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
 CONFINED_REPORT = b"confined"
-MAX_FREE_GROUPS = 8  # emptied episode groups kept for the next spares
-TIDIER_NAME = "evopolicy-tidy"
-MAX_PENDING = 8  # ended episodes' scratch the tidier may have to do (each up to its quota)
 TEMPLATE_SIGNALS = {signal.SIGTERM, signal.SIGCHLD, signal.SIGINT}
 
 
@@ -98,7 +90,6 @@ class Template:
         cpus: set[int] | None = None,
     ) -> None:
         self.control = control
-        self.scratch_root = scratch_root
         self.cpus = cpus or os.sched_getaffinity(0)  # the CPUs policy processes may use
         # Where the template works (forks spares) and where it waits: the first CPU, and the
         # CPU of the last episode it started (see serve).
@@ -114,21 +105,14 @@ class Template:
         self.spare_failed = False  # the last fork of a spare failed: wait for news to retry
         self.scratch: dict[int, str] = {}  # pid of a spare or episode leader -> its scratch dir
         self.spares_made = 0
-        # The scratch quota new spares get (the disk layer), or None: plain directories;
-        # and that of each spare's scratch, by pid.
-        default = confine.ProcessLimits()
-        use_disk = box is not None and box.disk
-        self.quota = (default.disk_bytes, default.disk_files) if use_disk else None
-        self.quota_of: dict[int, tuple[int, int]] = {}
-        # The episode cgroups (memory, processes) of spares and episodes, by pid; the limits
-        # new spares' groups get; groups of ended episodes, removed when the template is idle.
-        self.groups = groups if groups is not None and groups.controllers else None
+        # Scratch directories: tmpfs mounts of a quota with the disk layer, else plain.
+        disk = box is not None and box.disk
+        self.space = Scratch(scratch_root, confine.ProcessLimits() if disk else None)
+        # The episode cgroups (memory, processes) of spares and episodes, by pid.
+        self.pool = cgroups.GroupPool(groups) if groups is not None and groups.controllers else None
         self.group_of: dict[int, cgroups.EpisodeGroup] = {}
-        self.group_limits = default
-        self.retired: list[cgroups.EpisodeGroup] = []
-        self.free_groups: list[cgroups.EpisodeGroup] = []  # emptied, for the next spares
         # Unmounts what reported episodes held, in a process of its own.
-        self.tidier = Tidier(self.quota is not None)
+        self.tidier: Tidier[cgroups.EpisodeGroup] = Tidier(self.space.mounted)
         self.closing = False
         # Sockets of handed-over spares not yet confined, and the episodes that are.
         self.selector = selectors.DefaultSelector()
@@ -147,11 +131,10 @@ class Template:
             pid, sock = spare
             scratch = self.scratch[pid]
             limits = confine.ProcessLimits(**msg["limits"])
-            self.fit_quota(pid, scratch, limits)
+            self.space.fit(scratch, limits)
             group = self.group_of.get(pid)
-            if group is not None:
-                group.fit(limits)  # a no-op unless the limits differ from the spare's
-                self.group_limits = limits
+            if group is not None and self.pool is not None:
+                self.pool.fit(group, limits)
             # Onto the episode's CPU before it wakes: it starts there, while this
             # process forks the next spare here. An episode without one may use any.
             cpu = msg.get("cpu")
@@ -186,21 +169,15 @@ class Template:
         directory and cgroups are off the critical path.
         """
         self.spares_made += 1
-        if self.retired:
-            self.remove_retired()
-        scratch = os.path.join(self.scratch_root, str(self.spares_made))
-        os.mkdir(scratch, 0o700)
+        self.collect()
+        scratch = self.space.make(str(self.spares_made))
         group = None
         try:
-            if self.quota is not None:
-                linux.mount_tmpfs(scratch, *self.quota)
-            if self.groups is not None:
-                group = self.free_group() or self.groups.episode(
-                    str(self.spares_made), self.group_limits
-                )
+            if self.pool is not None:
+                group = self.pool.take(str(self.spares_made))
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         except OSError:
-            remove_scratch(scratch, self.quota is not None)
+            self.space.remove(scratch)
             if group is not None:
                 self.retire(group)
             raise
@@ -215,7 +192,7 @@ class Template:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, TEMPLATE_SIGNALS)
             ours.close()
             theirs.close()
-            remove_scratch(scratch, self.quota is not None)
+            self.space.remove(scratch)
             if group is not None:
                 self.retire(group)
             raise
@@ -242,8 +219,6 @@ class Template:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, TEMPLATE_SIGNALS)
         theirs.close()
         self.scratch[pid] = scratch
-        if self.quota is not None:
-            self.quota_of[pid] = self.quota
         if group is not None:
             self.group_of[pid] = group
         self.spares.append((pid, ours))
@@ -262,44 +237,18 @@ class Template:
             except OSError:  # out of processes or memory for now: a spawn tries again
                 self.spare_failed = True
 
-    def fit_quota(self, pid: int, scratch: str, limits: confine.ProcessLimits) -> None:
-        """Give a spare's scratch the episode's quota if it differs from the one it has."""
-        want = (limits.disk_bytes, limits.disk_files)
-        have = self.quota_of.pop(pid, None)
-        if have is not None and want != have:
-            linux.mount_tmpfs(scratch, *want, remount=True)
-            self.quota = want  # the next spares' as well
-
     def drop(self, pid: int) -> None:
         """Free what a spare or an ended episode had: its scratch now, its cgroups when idle."""
         scratch = self.scratch.pop(pid, None)
-        self.quota_of.pop(pid, None)
         if scratch is not None:
-            remove_scratch(scratch, self.quota is not None)
+            self.space.remove(scratch)
         group = self.group_of.pop(pid, None)
         if group is not None:
             self.retire(group)
 
     def retire(self, group: cgroups.EpisodeGroup) -> None:
-        self.retired.append(group)
-
-    def free_group(self) -> cgroups.EpisodeGroup | None:
-        """An ended episode's group, emptied, with the limits new spares get; or None."""
-        self.collect()
-        while self.free_groups:
-            group = self.free_groups.pop()
-            try:
-                group.fit(self.group_limits)
-                return group
-            except OSError:
-                self.retire(group)
-        return None
-
-    def remove_retired(self) -> None:
-        """Remove the groups of ended episodes (rmdir), off the reap path: with the next
-        spare, or after RETIRE_IDLE_SECONDS of idleness (a group still in use stays)."""
-        self.collect()
-        self.retired = [group for group in self.retired if not group.remove()]
+        if self.pool is not None:
+            self.pool.retire(group)
 
     def become_policy(self, sock: socket.socket, template_pid: int) -> None:
         """In a spare: wait for an episode, then confine and run its program."""
@@ -417,7 +366,7 @@ class Template:
             self.send(
                 {"op": "exited", "id": episode, "status": status, "oom": oom, "confined": confined}
             )
-            self.tidier.put(self.scratch.pop(pid, None), group)
+            self.tidier.put(self.space.release(self.scratch.pop(pid, None)), group)
         self.tidier.drain()  # its answers must not fill the pipe they come on
 
     def end_group(self, group: cgroups.EpisodeGroup | None) -> None:
@@ -451,13 +400,10 @@ class Template:
         sock.close()
 
     def collect(self) -> None:
-        """Take the groups of episodes whose scratch the tidier removed: emptied, for the
-        next spares, or to be removed."""
+        """Give the pool the groups of episodes whose scratch the tidier removed."""
         for group in self.tidier.finished():
-            if len(self.free_groups) < MAX_FREE_GROUPS and group.reuse():
-                self.free_groups.append(group)
-            else:
-                self.retire(group)
+            if self.pool is not None:
+                self.pool.give_back(group)
 
     # -- loop ----------------------------------------------------------------
 
@@ -487,9 +433,9 @@ class Template:
             self.drop(pid)
         self.tidier.close()
         self.collect()
-        self.retired += self.free_groups
-        self.remove_retired()
-        shutil.rmtree(self.scratch_root, ignore_errors=True)
+        if self.pool is not None:
+            self.pool.close()
+        shutil.rmtree(self.space.root, ignore_errors=True)
         os._exit(0)
 
     def serve(self) -> None:
@@ -507,7 +453,7 @@ class Template:
             # the tidier emptied.
             if len(self.spares) < SPARES and not self.spare_failed:
                 timeout: float | None = SPARE_IDLE_SECONDS
-            elif self.retired or self.tidier.busy():
+            elif (self.pool is not None and self.pool.retired) or self.tidier.busy():
                 timeout = RETIRE_IDLE_SECONDS
             else:
                 timeout = None
@@ -525,7 +471,9 @@ class Template:
                 if len(self.spares) < SPARES and not spare_failed:
                     self.replace_spare()
                 else:
-                    self.remove_retired()
+                    self.collect()
+                    if self.pool is not None:
+                        self.pool.remove_retired()
             # Requests before reaping: a spawn must not wait behind another episode's end.
             for key, _ in sorted(events, key=lambda event: event[0].data != "control"):
                 if isinstance(key.data, int):  # an episode's process, about its confinement
@@ -553,129 +501,6 @@ class Template:
                 elif msg["op"] == "exit":
                     self.shutdown()
             self.reap()  # a SIGCHLD can race the selector; reaping is cheap and idempotent
-
-
-class Tidier:
-    """A process of the template's own that unmounts and removes ended episodes' scratch;
-    the template then empties their groups for the next spares.
-
-    Unmounting a tmpfs waits for an RCU grace period, 0.5-5 ms here: in the template's
-    loop it held up the next spawn. A thread would share the template's GIL, and one
-    that the scheduler preempted while holding it stalled the template for
-    milliseconds. It is forked before any spare and runs no program. The template
-    never waits for it: it removes a scratch itself when the tidier is gone, or has
-    ``MAX_PENDING`` to do already, or cannot take more.
-    """
-
-    def __init__(self, mounted: bool) -> None:
-        self.mounted = mounted  # scratch directories are tmpfs mounts
-        self.pending: dict[str, cgroups.EpisodeGroup | None] = {}  # scratch -> its group
-        self.ready: list[cgroups.EpisodeGroup] = []  # groups whose scratch is gone
-        todo_r, self.todo_w = os.pipe2(os.O_CLOEXEC)
-        self.done_r, done_w = os.pipe2(os.O_CLOEXEC)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGKILL)
-                with open("/proc/self/comm", "w") as comm:
-                    comm.write(TIDIER_NAME)  # what ps and the tests know it by
-                low, high = sorted((todo_r, done_w))  # nothing else of the template's
-                os.closerange(3, low)
-                os.closerange(low + 1, high)
-                os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
-                self._serve(todo_r, done_w)
-                code = 0
-            finally:
-                os._exit(code)
-        self.pid: int | None = pid  # None once it is reaped
-        self.working = True  # False once it can take no more
-        os.close(todo_r)
-        os.close(done_w)
-        os.set_blocking(self.todo_w, False)
-        os.set_blocking(self.done_r, False)
-        self._partial = b""
-
-    def put(self, scratch: str | None, group: cgroups.EpisodeGroup | None) -> None:
-        if scratch is not None and self.working and len(self.pending) < MAX_PENDING:
-            try:
-                os.write(self.todo_w, os.fsencode(scratch) + b"\n")  # short: whole or not at all
-                self.pending[scratch] = group
-                return
-            except BlockingIOError:
-                pass  # it is behind: this one the template does
-            except OSError:
-                self.lost()
-        if scratch is not None:
-            remove_scratch(scratch, self.mounted)
-        if group is not None:
-            self.ready.append(group)
-
-    def busy(self) -> bool:
-        return bool(self.pending or self.ready)
-
-    def drain(self) -> None:
-        """Take the tidier's answers: the groups whose scratch it removed become ready."""
-        while self.pending:
-            try:
-                data = os.read(self.done_r, 1 << 16)
-            except BlockingIOError:
-                return
-            if not data:
-                self.lost()
-                return
-            *lines, self._partial = (self._partial + data).split(b"\n")
-            for line in lines:
-                group = self.pending.pop(os.fsdecode(line), None)
-                if group is not None:
-                    self.ready.append(group)
-
-    def finished(self) -> list[cgroups.EpisodeGroup]:
-        """The groups of episodes whose scratch has gone since the last call."""
-        self.drain()
-        ready, self.ready = self.ready, []
-        return ready
-
-    def lost(self) -> None:
-        """It died or was told to stop: what it had not done, the template does now."""
-        self.working = False
-        for scratch in list(self.pending):
-            self.put(scratch, self.pending.pop(scratch))
-
-    def reaped(self, pid: int) -> None:
-        """The template reaped ``pid``: if that was the tidier, its pid may be anyone's now."""
-        if pid == self.pid:
-            self.pid = None
-            self.lost()
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Let it finish what it was given, then stop it; at most ``timeout`` seconds."""
-        if self.todo_w >= 0:
-            os.close(self.todo_w)  # it exits at the end of its input
-            self.todo_w = -1
-        deadline = time.monotonic() + timeout
-        while self.pid is not None:
-            self.drain()  # its answers must not fill the pipe it writes them to
-            try:
-                done, _status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                done = self.pid
-            if done == self.pid:
-                self.pid = None
-                break
-            if time.monotonic() >= deadline:
-                os.kill(self.pid, signal.SIGKILL)
-                deadline = float("inf")
-            time.sleep(0.001)
-        self.drain()
-        self.lost()
-
-    def _serve(self, todo_r: int, done_w: int) -> None:
-        with open(todo_r, "rb") as todo:
-            for line in todo:
-                path = os.fsdecode(line.rstrip(b"\n"))
-                remove_scratch(path, self.mounted)
-                os.write(done_w, line)
 
 
 def kill_until_gone(find: Callable[[], list[int]]) -> None:

@@ -19,9 +19,9 @@ from evopolicy_mcp import sandbox, seeds
 from evopolicy_mcp.evaluation import EpisodeJob, evaluate, jobs_for
 from evopolicy_mcp.feedback import EpisodeSummary, Feedback
 from evopolicy_mcp.runner import Failure, Runner
+from evopolicy_mcp.scratch import TIDIER_NAME
 from evopolicy_mcp.snapshot import Program, capture_files
 from evopolicy_mcp.tasks import Task, load_tasks
-from evopolicy_mcp.zygote import TIDIER_NAME
 
 TASKS: dict[str, Task] = load_tasks()
 SECRET = seeds.secret_from_seed(0)

@@ -34,7 +34,8 @@ from evopolicy_mcp import cgroups
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.feedback import EpisodeSummary
 from evopolicy_mcp.runner import Failure, PolicyFailure
-from evopolicy_mcp.zygote import MAX_PENDING, SPARES, TIDIER_NAME, Tidier
+from evopolicy_mcp.scratch import MAX_PENDING, TIDIER_NAME, Tidier
+from evopolicy_mcp.zygote import SPARES
 
 FAST = with_limits("cartpole", act_seconds=0.5, startup_seconds=5.0, episode_seconds=10.0)
 

@@ -11,11 +11,11 @@ import pytest
 from kernel_support import GOOD_CARTPOLE, Kernel, with_limits
 
 from evopolicy_mcp import cgroups
-from evopolicy_mcp.cgroups import hierarchies
+from evopolicy_mcp.cgroups import MAX_FREE_GROUPS, hierarchies
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.feedback import EpisodeSummary
 from evopolicy_mcp.runner import Runner
-from evopolicy_mcp.zygote import MAX_FREE_GROUPS, SPARES
+from evopolicy_mcp.zygote import SPARES
 
 pytestmark = pytest.mark.skipif(
     not any("pids" in h.controllers for h in hierarchies()), reason="no writable pids cgroup here"
