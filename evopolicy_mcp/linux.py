@@ -46,6 +46,7 @@ __all__ = [
     "path_rule",
     "restrict_self",
     "seccomp_filter",
+    "self_only_calls",
     "set_no_new_privs",
     "unmount",
 ]
@@ -249,6 +250,25 @@ process_vm_writev  311  271
 pidfd_getfd        438  438
 unshare            272   97
 setns              308  268
+perf_event_open    298  241
+kcmp               312  272
+ioprio_set         251   30
+"""
+# Calls on a process named by their first argument, allowed on the caller only (0): the
+# kernel lets a process change another's limits and scheduling when both have the same
+# uid, and every policy process, the template and the server have the same uid. Lowering
+# the server's RLIMIT_NOFILE, or putting a concurrent episode on SCHED_IDLE, would be
+# a denial of service. setpriority(which, who, nice) is allowed for which = PRIO_PROCESS
+# and who = 0 only.
+_SELF_ONLY = """
+prlimit64          302  261
+sched_setaffinity  203  122
+sched_setscheduler 144  119
+sched_setparam     142  118
+sched_setattr      314  274
+migrate_pages      256  238
+move_pages         279  239
+setpriority        141  140
 """
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _COLUMN = {"x86_64": 1, "aarch64": 2}
@@ -279,13 +299,22 @@ class Filter(ctypes.Structure):
     instructions: ctypes.Array[_Instruction] | None = None
 
 
-def denied_calls() -> dict[str, int]:
-    """The calls the filter refuses on this machine, by name; empty where it has no filter."""
+def _calls(table: str) -> dict[str, int]:
     column = _COLUMN.get(os.uname().machine)
     if column is None:
         return {}
-    rows = [line.split() for line in _DENIED.strip().splitlines()]
+    rows = [line.split() for line in table.strip().splitlines()]
     return {row[0]: int(row[column]) for row in rows if row[column] != "-"}
+
+
+def denied_calls() -> dict[str, int]:
+    """The calls the filter refuses on this machine, by name; empty where it has no filter."""
+    return _calls(_DENIED)
+
+
+def self_only_calls() -> dict[str, int]:
+    """The calls the filter allows only on the calling process (see ``_SELF_ONLY``)."""
+    return _calls(_SELF_ONLY)
 
 
 def seccomp_filter() -> Filter | None:
@@ -299,6 +328,8 @@ def seccomp_filter() -> Filter | None:
     audit_arch, (seccomp_nr, clone_nr, clone3_nr) = _AUDIT_ARCH[machine], _OWN_CALLS[machine]
     denied = sorted(set(denied_calls().values()))
     actions = dict.fromkeys(denied, "deny") | {clone3_nr: "enosys", clone_nr: "clone"}
+    own = self_only_calls()
+    actions |= dict.fromkeys(own.values(), "self") | {own["setpriority"]: "self who"}
     # (code, jump-if-true target, jump-if-false target, k); targets are labels, resolved below.
     code: list[tuple[int, str | int, str | int, int]] = [
         (_LD_ABS, 0, 0, 4),  # seccomp_data.arch
@@ -326,6 +357,17 @@ def seccomp_filter() -> Filter | None:
     labels["clone"] = len(code)
     code.append((_LD_ABS, 0, 0, 16))  # low half of args[0]: the clone flags
     code.append((_JSET, "deny", 0, _NAMESPACE_FLAGS))
+    code.append((_RET, 0, 0, _ALLOW))
+    # The low halves of the arguments: the kernel reads a pid_t, an int, from each.
+    labels["self who"] = len(code)
+    code.append((_LD_ABS, 0, 0, 16))  # args[0]: which
+    code.append((_JEQ, 0, "deny", 0))  # PRIO_PROCESS
+    code.append((_LD_ABS, 0, 0, 24))  # args[1]: who
+    code.append((_JEQ, "allow", "deny", 0))  # the caller
+    labels["self"] = len(code)
+    code.append((_LD_ABS, 0, 0, 16))  # args[0]: the pid
+    code.append((_JEQ, 0, "deny", 0))  # the caller
+    labels["allow"] = len(code)
     code.append((_RET, 0, 0, _ALLOW))
     labels["deny"] = len(code)
     code.append((_RET, 0, 0, _ERRNO | errno.EPERM))

@@ -24,7 +24,10 @@ Layers, each detected by :func:`probe` and chosen by :class:`Isolation`:
   socket of, any process outside the episode.
 - ``privileges``: every capability dropped; as root the process keeps uid 0
   but can no longer raise its limits, join namespaces, mount or trace.
-- ``syscalls``: the seccomp filter of :mod:`evopolicy_mcp.linux`.
+- ``syscalls``: the seccomp filter of :mod:`evopolicy_mcp.linux`: no sockets,
+  metadata changes, IPC objects, tracing or namespaces, and the calls that change
+  a process's limits or scheduling (``prlimit``, ``setpriority``, ``sched_set*``)
+  on the caller only: processes of the same uid may change each other's.
 - ``memory`` and ``processes`` (cgroups, :mod:`evopolicy_mcp.cgroups`): each
   episode's processes share a memory cgroup of its address-space limit plus
   its scratch quota, swap included (memfd, tmpfs and pipe contents count,
@@ -348,7 +351,10 @@ def _try_syscalls() -> str:
         pass
     else:
         raise OSError(errno.EIO, "the seccomp filter let socket() through")
-    return "seccomp filter: no sockets, metadata changes, IPC objects, tracing or namespaces"
+    return (
+        "seccomp filter: no sockets, metadata changes, IPC objects, tracing, namespaces, "
+        "or limits and scheduling of other processes"
+    )
 
 
 # -- application -------------------------------------------------------------

@@ -13,6 +13,7 @@ import ctypes
 import errno
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -334,6 +335,41 @@ def test_a_policy_cannot_trace_or_read_the_memory_of_the_host_or_the_template(
     assert secret.value.decode() not in feedback.model_dump_json()
 
 
+@needs("syscalls")
+def test_a_policy_cannot_change_the_limits_or_scheduling_of_another_process(
+    kernel: Kernel,
+) -> None:
+    # Same uid: without the filter the kernel lets any policy lower the server's limits
+    # (RLIMIT_NOFILE, RLIMIT_CPU...) or move it. Every attempt here would change nothing.
+    core = resource.getrlimit(resource.RLIMIT_CORE)
+    nice = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    cpus = sorted(os.sched_getaffinity(os.getpid()))
+    source = attacker(
+        """\
+        attempt("read the host's limits", lambda: resource.prlimit(HOST, resource.RLIMIT_CORE))
+        attempt("set the host's limits", lambda: resource.prlimit(HOST, resource.RLIMIT_CORE, CORE))
+        attempt("set the template's limits", lambda: resource.prlimit(
+            os.getppid(), resource.RLIMIT_CORE, (0, 0)))
+        attempt("renice the host", lambda: os.setpriority(os.PRIO_PROCESS, HOST, NICE))
+        attempt("pin the host", lambda: os.sched_setaffinity(HOST, CPUS))
+        attempt("reschedule the host", lambda: os.sched_setscheduler(
+            HOST, os.SCHED_OTHER, os.sched_param(0)))
+        attempt("own limits", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+        attempt("own nice", lambda: os.nice(1))
+        attempt("own CPUs", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+        """,
+        top=f"import resource\nHOST, CORE, NICE, CPUS = {os.getpid()}, {core}, {nice}, {cpus}\n",
+    )
+    found = verdicts(kernel.hostile(source, FAST).episodes[0])
+    others = [name for name in found if not name.startswith("own")]
+    assert len(others) == 6, found
+    assert {found[name] for name in others} == {"denied PermissionError"}, found
+    assert [found[name].split()[0] for name in ("own limits", "own nice", "own CPUs")] == [
+        "ALLOWED"
+    ] * 3, found
+    assert resource.getrlimit(resource.RLIMIT_CORE) == core
+
+
 def test_lazily_imported_modules_and_numpy_work_inside_the_sandbox(kernel: Kernel) -> None:
     source = policy_with_act(
         """\
@@ -379,6 +415,20 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
                 clone, ctypes.c_long(0x10000200), *bad[:4]
             )
             found["getppid"] = errno_of(getppid)
+            # On another process (the parent) each is refused; on the caller (0) it reaches
+            # the kernel, which rejects the invalid arguments that come with it. No call
+            # here would change the parent, were the filter to let it through.
+            parent = os.getppid()
+            nice = os.getpriority(os.PRIO_PROCESS, parent)
+            for name, nr in linux.self_only_calls().items():
+                if name == "setpriority":
+                    other = errno_of(nr, 0, parent, nice)
+                    mine = errno_of(nr, 0, 0, 19)  # this child's own: allowed, returns 0
+                    # which = 3 is no PRIO_* at all (EINVAL), so that it changes nothing
+                    found["setpriority, not a process"] = errno_of(nr, 3, 0, 19)
+                else:
+                    other, mine = errno_of(nr, parent, *bad[:5]), errno_of(nr, 0, *bad[:5])
+                found[f"{name}, the parent"], found[f"{name}, itself"] = other, mine
             found["read"] = errno_of(0 if clone == 56 else 63, *bad[:3])
             os.write(w, json.dumps(found).encode())
         finally:
@@ -388,7 +438,14 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         found = json.loads(pipe.read() or "{}")
     os.waitpid(pid, 0)
     refused = {name for name, err in found.items() if err == errno.EPERM}
-    assert refused == {*linux.denied_calls(), "clone, new user namespace"}
+    others = {f"{name}, the parent" for name in linux.self_only_calls()}
+    assert refused == {
+        *linux.denied_calls(),
+        "clone, new user namespace",
+        "setpriority, not a process",
+        *others,
+    }
+    assert found["setpriority, itself"] == 0
     assert found["clone3"] == errno.ENOSYS
     assert (found["getppid"], found["read"]) == (0, errno.EBADF)
 
