@@ -33,6 +33,7 @@ __all__ = [
     "FD_ACTIONS",
     "FD_REPORT",
     "FD_OBSERVATIONS",
+    "SIGNALS_PENDING",
     "ProcessLimits",
     "apply_limits",
     "enter_episode",
@@ -83,6 +84,9 @@ class ProcessLimits:
     processes: int = 64
 
 
+SIGNALS_PENDING = 64  # signals queued to a policy process at most
+
+
 def apply_limits(limits: ProcessLimits) -> None:
     def lower(which: int, value: int) -> None:
         _soft, hard = resource.getrlimit(which)
@@ -100,6 +104,8 @@ def apply_limits(limits: ProcessLimits) -> None:
     lower(resource.RLIMIT_NOFILE, limits.open_files)
     lower(resource.RLIMIT_FSIZE, limits.file_bytes)
     lower(resource.RLIMIT_CORE, 0)
+    # Queued signals count against the uid, every process of the server's user included.
+    lower(resource.RLIMIT_SIGPENDING, SIGNALS_PENDING)
 
 
 def pin(cpus: Iterable[int], pid: int = 0) -> None:

@@ -253,7 +253,17 @@ setns              308  268
 perf_event_open    298  241
 kcmp               312  272
 ioprio_set         251   30
+setsid             112  157
+inotify_init       253    -
+inotify_init1      294   26
+inotify_add_watch  254   27
+fanotify_init      300  262
+fanotify_mark      301  263
 """
+# setsid: a session is a scheduler autogroup here, a CPU share of its own; a policy's
+# child making 60 of them took 98% of a CPU from the server. inotify and fanotify
+# watches are not checked by Landlock: a policy could watch the data directory and
+# another episode's scratch, and use up its uid's 128 inotify instances machine-wide.
 # Calls on a process named by their first argument, allowed on the caller only (0): the
 # kernel lets a process change another's limits and scheduling when both have the same
 # uid, and every policy process, the template and the server have the same uid. Lowering
@@ -275,7 +285,12 @@ _COLUMN = {"x86_64": 1, "aarch64": 2}
 # machine -> (seccomp, clone, clone3)
 _OWN_CALLS = {"x86_64": (317, 56, 435), "aarch64": (277, 220, 435)}
 _X32_BIT = 0x40000000
-_NAMESPACE_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
+# CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME, and CLONE_PARENT: a
+# child of the template's would look like a spare of its.
+_REFUSED_CLONE_FLAGS = 0x7E020080 | 0x8000
+# machine -> (fcntl, setpgid): allowed with some arguments only
+_ARGUMENT_CHECKED = {"x86_64": (72, 109), "aarch64": (25, 154)}
+_F_SETLEASE, _F_SETPIPE_SZ = 1024, 1031
 
 _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
@@ -330,6 +345,8 @@ def seccomp_filter() -> Filter | None:
     actions = dict.fromkeys(denied, "deny") | {clone3_nr: "enosys", clone_nr: "clone"}
     own = self_only_calls()
     actions |= dict.fromkeys(own.values(), "self") | {own["setpriority"]: "self who"}
+    fcntl_nr, setpgid_nr = _ARGUMENT_CHECKED[machine]
+    actions |= {fcntl_nr: "fcntl", setpgid_nr: "setpgid"}
     # (code, jump-if-true target, jump-if-false target, k); targets are labels, resolved below.
     code: list[tuple[int, str | int, str | int, int]] = [
         (_LD_ABS, 0, 0, 4),  # seccomp_data.arch
@@ -356,7 +373,7 @@ def seccomp_filter() -> Filter | None:
     search(sorted(actions))
     labels["clone"] = len(code)
     code.append((_LD_ABS, 0, 0, 16))  # low half of args[0]: the clone flags
-    code.append((_JSET, "deny", 0, _NAMESPACE_FLAGS))
+    code.append((_JSET, "deny", 0, _REFUSED_CLONE_FLAGS))
     code.append((_RET, 0, 0, _ALLOW))
     # The low halves of the arguments: the kernel reads a pid_t, an int, from each.
     labels["self who"] = len(code)
@@ -364,6 +381,13 @@ def seccomp_filter() -> Filter | None:
     code.append((_JEQ, 0, "deny", 0))  # PRIO_PROCESS
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: who
     code.append((_JEQ, "allow", "deny", 0))  # the caller
+    labels["fcntl"] = len(code)  # no lease (it holds up another process's open) ...
+    code.append((_LD_ABS, 0, 0, 24))  # args[1]: the command
+    code.append((_JEQ, "deny", 0, _F_SETLEASE))
+    code.append((_JEQ, "deny", "allow", _F_SETPIPE_SZ))  # ... nor the uid's pipe pages
+    labels["setpgid"] = len(code)  # into a group of its own only, never another's
+    code.append((_LD_ABS, 0, 0, 24))  # args[1]: the group
+    code.append((_JEQ, "allow", "deny", 0))
     labels["self"] = len(code)
     code.append((_LD_ABS, 0, 0, 16))  # args[0]: the pid
     code.append((_JEQ, 0, "deny", 0))  # the caller

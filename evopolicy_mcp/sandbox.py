@@ -27,7 +27,8 @@ Layers, each detected by :func:`probe` and chosen by :class:`Isolation`:
 - ``syscalls``: the seccomp filter of :mod:`evopolicy_mcp.linux`: no sockets,
   metadata changes, IPC objects, tracing or namespaces, and the calls that change
   a process's limits or scheduling (``prlimit``, ``setpriority``, ``sched_set*``)
-  on the caller only: processes of the same uid may change each other's.
+  on the caller only: processes of the same uid may change each other's. No
+  inotify/fanotify, file leases, pipe resizing, sessions or ``CLONE_PARENT``.
 - ``memory`` and ``processes`` (cgroups, :mod:`evopolicy_mcp.cgroups`): each
   episode's processes share a memory cgroup of its address-space limit plus
   its scratch quota, swap included (memfd, tmpfs and pipe contents count,
@@ -353,7 +354,7 @@ def _try_syscalls() -> str:
         raise OSError(errno.EIO, "the seccomp filter let socket() through")
     return (
         "seccomp filter: no sockets, metadata changes, IPC objects, tracing, namespaces, "
-        "or limits and scheduling of other processes"
+        "sessions, file watches or leases, or limits and scheduling of other processes"
     )
 
 

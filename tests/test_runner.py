@@ -23,7 +23,7 @@ from kernel_support import (
     with_limits,
 )
 
-from evopolicy_mcp import frames
+from evopolicy_mcp import confine, frames
 from evopolicy_mcp.evaluation import STDERR_CHARS
 from evopolicy_mcp.runner import Failure
 
@@ -191,6 +191,7 @@ def test_a_policy_cannot_lift_its_own_limits(kernel: Kernel) -> None:
                 print("lifted", which)
             except (ValueError, OSError):
                 print("kept", which)
+        print("queued signals", resource.getrlimit(resource.RLIMIT_SIGPENDING))
         return 0
         """,
         top="import resource",
@@ -199,6 +200,9 @@ def test_a_policy_cannot_lift_its_own_limits(kernel: Kernel) -> None:
     assert summary.status == "ok", summary
     assert "lifted" not in (summary.stderr or ""), summary.stderr
     assert (summary.stderr or "").count("kept") >= 3
+    # The pending-signal count is the uid's: left alone, a policy could fill it for the server.
+    pending = confine.SIGNALS_PENDING
+    assert f"queued signals ({pending}, {pending})" in (summary.stderr or ""), summary.stderr
 
 
 def test_a_busy_loop_is_killed_by_the_cpu_limit(kernel: Kernel) -> None:

@@ -42,6 +42,13 @@ from evopolicy_mcp.zygote import SPARES
 # exec the Python runtime with MARK on their command line, so a scan of /proc finds them;
 # the close-on-exec pipe tells the parent that the exec happened.
 EXEC_SLEEPER = """\
+def leave_group():
+    try:
+        os.setsid()
+    except PermissionError:  # sessions refused (seccomp): a process group of its own
+        os.setpgid(0, 0)
+
+
 def exec_sleeper(tag, session=False):
     r, w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
@@ -49,7 +56,7 @@ def exec_sleeper(tag, session=False):
         try:
             os.close(r)
             if session:
-                os.setsid()
+                leave_group()
             os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(1000)", tag])
         finally:
             os.write(w, b"!")
@@ -71,7 +78,7 @@ LEAVERS = {
             os._exit(0)
         print("LEFT", pid, flush=True)
         """,
-    # A child in a session of its own, out of reach of a process-group kill.
+    # A child in a session (or a process group) of its own, out of reach of a group kill.
     "session": """\
         print("LEFT", exec_sleeper(MARK + "-session", session=True), flush=True)
         """,
@@ -81,7 +88,7 @@ LEAVERS = {
         middle = os.fork()
         if middle == 0:
             try:
-                os.setsid()
+                leave_group()
                 os.write(w, str(exec_sleeper(MARK + "-daemon")).encode())
             finally:
                 os._exit(0)

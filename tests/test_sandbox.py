@@ -52,6 +52,19 @@ def attempt(name, action):
 """
 
 
+# Watches a directory with inotify (names of files made there show in its events).
+WATCH = """
+import ctypes
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+def watch(path):
+    fd = _LIBC.inotify_init1(0)
+    if fd < 0 or _LIBC.inotify_add_watch(fd, path.encode(), 0xFFF) < 0:
+        raise PermissionError(ctypes.get_errno(), "inotify")
+    return fd
+"""
+
+
 def attacker(attempts: str, *, top: str = "") -> str:
     """A policy that makes ``attempts`` (``attempt(...)`` lines) when built, then acts 0."""
     return policy_with_act("return 0", top=ATTEMPT + top, init=attempts)
@@ -85,13 +98,18 @@ def test_a_policy_cannot_read_a_secret_file_outside_its_sandbox(
         attempt("list", lambda: os.listdir(os.path.dirname(PATH)))
         attempt("read through /proc/self/root", lambda: open("/proc/self/root" + PATH).read())
         attempt("read the home directory", lambda: os.listdir(os.path.expanduser("~")))
+        attempt("watch its directory", lambda: watch(os.path.dirname(PATH)))
         """,
-        top=f"PATH = {str(tmp_path / 'secret.txt')!r}",
+        top=f"PATH = {str(tmp_path / 'secret.txt')!r}\n{WATCH}",
     )
     feedback = kernel.evaluate(source, FAST, 1)
     found = verdicts(feedback.episodes[0])
     assert_all_denied(found, ["read", "list", "read through /proc/self/root"])
     assert found["read"] == "denied PermissionError"
+    if PROBE.layers[
+        "syscalls"
+    ].available:  # Landlock does not check watches: the filter refuses inotify
+        assert found["watch its directory"] == "denied PermissionError", found
     assert secret not in feedback.model_dump_json()
 
 
@@ -429,6 +447,14 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
                 else:
                     other, mine = errno_of(nr, parent, *bad[:5]), errno_of(nr, 0, *bad[:5])
                 found[f"{name}, the parent"], found[f"{name}, itself"] = other, mine
+            fcntl_nr, setpgid_nr = {"x86_64": (72, 109), "aarch64": (25, 154)}[os.uname().machine]
+            found["fcntl, a lease"] = errno_of(fcntl_nr, -1, 1024, 1)  # F_SETLEASE
+            found["fcntl, a pipe's size"] = errno_of(fcntl_nr, -1, 1031, 1 << 20)  # F_SETPIPE_SZ
+            found["fcntl, flags"] = errno_of(fcntl_nr, -1, 1)  # F_GETFD: EBADF
+            found["setpgid, another group"] = errno_of(setpgid_nr, -1, 1)
+            found["setpgid, its own group"] = errno_of(setpgid_nr, -1, 0)  # ESRCH
+            # CLONE_SIGHAND without CLONE_VM is EINVAL to the kernel: no process is made.
+            found["clone, the same parent"] = errno_of(clone, ctypes.c_long(0x8800), *bad[:4])
             found["read"] = errno_of(0 if clone == 56 else 63, *bad[:3])
             os.write(w, json.dumps(found).encode())
         finally:
@@ -443,6 +469,10 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         *linux.denied_calls(),
         "clone, new user namespace",
         "setpriority, not a process",
+        "fcntl, a lease",
+        "fcntl, a pipe's size",
+        "setpgid, another group",
+        "clone, the same parent",
         *others,
     }
     assert found["setpriority, itself"] == 0
