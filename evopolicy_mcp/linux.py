@@ -285,12 +285,10 @@ _COLUMN = {"x86_64": 1, "aarch64": 2}
 # machine -> (seccomp, clone, clone3)
 _OWN_CALLS = {"x86_64": (317, 56, 435), "aarch64": (277, 220, 435)}
 _X32_BIT = 0x40000000
-# CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME, and CLONE_PARENT: a
-# child of the template's would look like a spare of its.
-_REFUSED_CLONE_FLAGS = 0x7E020080 | 0x8000
+_NAMESPACE_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
 # machine -> (fcntl, setpgid): allowed with some arguments only
 _ARGUMENT_CHECKED = {"x86_64": (72, 109), "aarch64": (25, 154)}
-_F_SETLEASE, _F_SETPIPE_SZ = 1024, 1031
+_F_SETLEASE, _F_SETPIPE_SZ, _F_SETDELEG = 1024, 1031, 1040  # F_SETDELEG: Linux 6.19
 
 _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
@@ -373,7 +371,7 @@ def seccomp_filter() -> Filter | None:
     search(sorted(actions))
     labels["clone"] = len(code)
     code.append((_LD_ABS, 0, 0, 16))  # low half of args[0]: the clone flags
-    code.append((_JSET, "deny", 0, _REFUSED_CLONE_FLAGS))
+    code.append((_JSET, "deny", 0, _NAMESPACE_FLAGS))
     code.append((_RET, 0, 0, _ALLOW))
     # The low halves of the arguments: the kernel reads a pid_t, an int, from each.
     labels["self who"] = len(code)
@@ -384,7 +382,8 @@ def seccomp_filter() -> Filter | None:
     labels["fcntl"] = len(code)  # no lease (it holds up another process's open) ...
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: the command
     code.append((_JEQ, "deny", 0, _F_SETLEASE))
-    code.append((_JEQ, "deny", "allow", _F_SETPIPE_SZ))  # ... nor the uid's pipe pages
+    code.append((_JEQ, "deny", 0, _F_SETDELEG))
+    code.append((_JEQ, "deny", "allow", _F_SETPIPE_SZ))  # ... nor grows the uid's pipe pages
     labels["setpgid"] = len(code)  # into a group of its own only, never another's
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: the group
     code.append((_JEQ, "allow", "deny", 0))

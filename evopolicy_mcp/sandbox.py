@@ -28,7 +28,8 @@ Layers, each detected by :func:`probe` and chosen by :class:`Isolation`:
   metadata changes, IPC objects, tracing or namespaces, and the calls that change
   a process's limits or scheduling (``prlimit``, ``setpriority``, ``sched_set*``)
   on the caller only: processes of the same uid may change each other's. No
-  inotify/fanotify, file leases, pipe resizing, sessions or ``CLONE_PARENT``.
+  inotify/fanotify, file leases, pipe growing or sessions, and ``setpgid`` into a
+  new group only.
 - ``memory`` and ``processes`` (cgroups, :mod:`evopolicy_mcp.cgroups`): each
   episode's processes share a memory cgroup of its address-space limit plus
   its scratch quota, swap included (memfd, tmpfs and pipe contents count,

@@ -358,29 +358,50 @@ def test_a_policy_cannot_change_the_limits_or_scheduling_of_another_process(
     kernel: Kernel,
 ) -> None:
     # Same uid: without the filter the kernel lets any policy lower the server's limits
-    # (RLIMIT_NOFILE, RLIMIT_CPU...) or move it. Every attempt here would change nothing.
+    # (RLIMIT_NOFILE, RLIMIT_CPU...), and move or renice a process with no more
+    # capabilities than its own (a concurrent episode's, here VICTIM; the server's
+    # scheduling the capability check guards as well). Every attempt would change nothing.
     core = resource.getrlimit(resource.RLIMIT_CORE)
     nice = os.getpriority(os.PRIO_PROCESS, os.getpid())
-    cpus = sorted(os.sched_getaffinity(os.getpid()))
-    source = attacker(
-        """\
-        attempt("read the host's limits", lambda: resource.prlimit(HOST, resource.RLIMIT_CORE))
-        attempt("set the host's limits", lambda: resource.prlimit(HOST, resource.RLIMIT_CORE, CORE))
-        attempt("set the template's limits", lambda: resource.prlimit(
-            os.getppid(), resource.RLIMIT_CORE, (0, 0)))
-        attempt("renice the host", lambda: os.setpriority(os.PRIO_PROCESS, HOST, NICE))
-        attempt("pin the host", lambda: os.sched_setaffinity(HOST, CPUS))
-        attempt("reschedule the host", lambda: os.sched_setscheduler(
-            HOST, os.SCHED_OTHER, os.sched_param(0)))
-        attempt("own limits", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
-        attempt("own nice", lambda: os.nice(1))
-        attempt("own CPUs", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
-        """,
-        top=f"import resource\nHOST, CORE, NICE, CPUS = {os.getpid()}, {core}, {nice}, {cpus}\n",
-    )
-    found = verdicts(kernel.hostile(source, FAST).episodes[0])
+    cpus = sorted(os.sched_getaffinity(0))
+    gate_r, gate_w = os.pipe()
+    victim = os.fork()
+    if victim == 0:  # a process as capability-less as a policy, until the test lets it go
+        try:
+            os.close(gate_w)
+            linux.drop_capabilities()
+            os.read(gate_r, 1)
+        finally:
+            os._exit(0)
+    os.close(gate_r)
+    try:
+        source = attacker(
+            """\
+            for who, pid in (("host", HOST), ("template", os.getppid()), ("victim", VICTIM)):
+                attempt(f"read the {who}'s limits", lambda: resource.prlimit(
+                    pid, resource.RLIMIT_CORE))
+                attempt(f"set the {who}'s limits", lambda: resource.prlimit(
+                    pid, resource.RLIMIT_CORE, CORE))
+            for who, pid in (("host", HOST), ("victim", VICTIM)):
+                attempt(f"renice the {who}", lambda: os.setpriority(os.PRIO_PROCESS, pid, NICE))
+                attempt(f"pin the {who}", lambda: os.sched_setaffinity(pid, CPUS))
+                attempt(f"reschedule the {who}", lambda: os.sched_setscheduler(
+                    pid, os.SCHED_OTHER, os.sched_param(0)))
+            attempt("own limits", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+            attempt("own nice", lambda: os.nice(1))
+            attempt("own CPUs", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+            """,
+            top=(
+                "import resource\n"
+                f"HOST, VICTIM, CORE, NICE, CPUS = {os.getpid()}, {victim}, {core}, {nice}, {cpus}\n"
+            ),
+        )
+        found = verdicts(kernel.hostile(source, FAST).episodes[0])
+    finally:
+        os.close(gate_w)
+        os.waitpid(victim, 0)
     others = [name for name in found if not name.startswith("own")]
-    assert len(others) == 6, found
+    assert len(others) == 12, found
     assert {found[name] for name in others} == {"denied PermissionError"}, found
     assert [found[name].split()[0] for name in ("own limits", "own nice", "own CPUs")] == [
         "ALLOWED"
@@ -453,8 +474,7 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
             found["fcntl, flags"] = errno_of(fcntl_nr, -1, 1)  # F_GETFD: EBADF
             found["setpgid, another group"] = errno_of(setpgid_nr, -1, 1)
             found["setpgid, its own group"] = errno_of(setpgid_nr, -1, 0)  # ESRCH
-            # CLONE_SIGHAND without CLONE_VM is EINVAL to the kernel: no process is made.
-            found["clone, the same parent"] = errno_of(clone, ctypes.c_long(0x8800), *bad[:4])
+            found["fcntl, a delegation"] = errno_of(fcntl_nr, -1, 1040, 1)  # F_SETDELEG
             found["read"] = errno_of(0 if clone == 56 else 63, *bad[:3])
             os.write(w, json.dumps(found).encode())
         finally:
@@ -472,12 +492,86 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         "fcntl, a lease",
         "fcntl, a pipe's size",
         "setpgid, another group",
-        "clone, the same parent",
+        "fcntl, a delegation",
         *others,
     }
     assert found["setpriority, itself"] == 0
     assert found["clone3"] == errno.ENOSYS
     assert (found["getppid"], found["read"]) == (0, errno.EBADF)
+
+
+def test_the_filter_numbers_are_the_calls_they_name() -> None:
+    # The filter's tables are checked against the kernel, not against themselves: each call
+    # is made unfiltered, in a child, where its effect tells which call ran.
+    denied, own = linux.denied_calls(), linux.self_only_calls()
+    if not denied:
+        pytest.skip(f"no seccomp filter for {os.uname().machine}")
+    fcntl_nr, setpgid_nr = {"x86_64": (72, 109), "aarch64": (25, 154)}[os.uname().machine]
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+
+            def call(nr: int, *args: object) -> int:
+                return int(libc.syscall(ctypes.c_long(nr), *args))
+
+            def kind(fd: int) -> str:
+                return os.readlink(f"/proc/self/fd/{fd}")
+
+            found: dict[str, object] = {}
+            found["setsid"] = call(denied["setsid"]) == os.getpid()
+            watches = call(denied["inotify_init1"], 0)
+            found["inotify_init1"] = kind(watches)
+            found["inotify_add_watch"] = call(denied["inotify_add_watch"], watches, b"/", 1)
+            if os.uname().machine == "x86_64":  # aarch64 has inotify_init1 only
+                found["inotify_init"] = kind(call(denied["inotify_init"]))
+            marks = call(denied["fanotify_init"], 0, 0)
+            found["fanotify_init"] = kind(marks)
+            found["fanotify_mark"] = call(denied["fanotify_mark"], marks, 1, 1, -100, b"/")
+            old = (ctypes.c_uint64 * 2)()
+            call(own["prlimit64"], 0, resource.RLIMIT_NOFILE, None, old)
+            found["prlimit64"] = list(old) == list(resource.getrlimit(resource.RLIMIT_NOFILE))
+            cpu = min(os.sched_getaffinity(0))
+            mask = ctypes.c_uint64(1 << cpu)
+            call(own["sched_setaffinity"], 0, 8, ctypes.byref(mask))
+            found["sched_setaffinity"] = os.sched_getaffinity(0) == {cpu}
+            call(own["setpriority"], 0, 0, 7)
+            found["setpriority"] = os.getpriority(os.PRIO_PROCESS, 0)
+            prio = ctypes.c_int(0)
+            call(own["sched_setscheduler"], 0, os.SCHED_BATCH, ctypes.byref(prio))
+            found["sched_setscheduler"] = os.sched_getscheduler(0) == os.SCHED_BATCH
+            attr = (ctypes.c_uint32 * 12)(48, os.SCHED_IDLE)  # size, policy; the rest 0
+            call(own["sched_setattr"], 0, attr, 0)
+            found["sched_setattr"] = os.sched_getscheduler(0) == os.SCHED_IDLE
+            inherited = os.dup2(r, 100, inheritable=True)  # F_GETFD: FD_CLOEXEC or not
+            found["fcntl"] = (call(fcntl_nr, r, 1), call(fcntl_nr, inherited, 1)) == (1, 0)
+            call(setpgid_nr, 0, 0)
+            found["setpgid"] = os.getpgid(0) == os.getpid()
+            os.write(w, json.dumps(found).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as pipe:
+        found = json.loads(pipe.read() or "{}")
+    os.waitpid(pid, 0)
+    expected = {
+        "setsid": True,
+        "inotify_init1": "anon_inode:inotify",
+        "inotify_add_watch": 1,
+        "fanotify_init": "anon_inode:[fanotify]",
+        "fanotify_mark": 0,
+        "prlimit64": True,
+        "sched_setaffinity": True,
+        "setpriority": 7,
+        "sched_setscheduler": True,
+        "sched_setattr": True,
+        "fcntl": True,
+        "setpgid": True,
+    }
+    if os.uname().machine == "x86_64":
+        expected["inotify_init"] = "anon_inode:inotify"
+    assert found == expected
 
 
 # -- detection and settings ----------------------------------------------------
