@@ -310,6 +310,7 @@ class Filter(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Instruction))]
     syscall_nr: int = -1
     instructions: ctypes.Array[_Instruction] | None = None
+    own_pid_slots: list[int] = []  # instructions that compare with the process's own pid
 
 
 def _calls(table: str) -> dict[str, int]:
@@ -378,7 +379,9 @@ def seccomp_filter() -> Filter | None:
     code.append((_LD_ABS, 0, 0, 16))  # args[0]: which
     code.append((_JEQ, 0, "deny", 0))  # PRIO_PROCESS
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: who
-    code.append((_JEQ, "allow", "deny", 0))  # the caller
+    code.append((_JEQ, "allow", 0, 0))  # the caller ...
+    own_pid_slots = [len(code)]
+    code.append((_JEQ, "allow", "deny", 0))  # ... by its pid, filled in by install_filter
     labels["fcntl"] = len(code)  # no lease (it holds up another process's open) ...
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: the command
     code.append((_JEQ, "deny", 0, _F_SETLEASE))
@@ -386,10 +389,14 @@ def seccomp_filter() -> Filter | None:
     code.append((_JEQ, "deny", "allow", _F_SETPIPE_SZ))  # ... nor grows the uid's pipe pages
     labels["setpgid"] = len(code)  # into a group of its own only, never another's
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: the group
+    code.append((_JEQ, "allow", 0, 0))
+    own_pid_slots.append(len(code))
     code.append((_JEQ, "allow", "deny", 0))
     labels["self"] = len(code)
     code.append((_LD_ABS, 0, 0, 16))  # args[0]: the pid
-    code.append((_JEQ, 0, "deny", 0))  # the caller
+    code.append((_JEQ, "allow", 0, 0))  # the caller
+    own_pid_slots.append(len(code))
+    code.append((_JEQ, "allow", "deny", 0))
     labels["allow"] = len(code)
     code.append((_RET, 0, 0, _ALLOW))
     labels["deny"] = len(code)
@@ -409,11 +416,19 @@ def seccomp_filter() -> Filter | None:
     program = Filter(len(code), ctypes.cast(instructions, ctypes.POINTER(_Instruction)))
     program.instructions = instructions
     program.syscall_nr = seccomp_nr
+    program.own_pid_slots = own_pid_slots
     return program
 
 
-def install_filter(program: Filter) -> None:
-    """Install the filter in the calling thread for good (needs no_new_privs set first)."""
+def install_filter(program: Filter, own_pid: int = 0) -> None:
+    """Install the filter in the calling thread for good (needs no_new_privs set first).
+
+    ``own_pid``: the pid that, beside 0, names the caller in the calls allowed on the
+    caller only (its children inherit the filter, and so the same pid: their parent's).
+    """
+    if program.instructions is not None:
+        for at in program.own_pid_slots:
+            program.instructions[at].k = own_pid
     # SPEC_ALLOW: the policy is the only code in its process, so speculative-store-bypass
     # mitigation would cost its numeric code speed and protect nothing.
     for flags in (_FLAG_SPEC_ALLOW, 0):

@@ -451,7 +451,7 @@ class Sandbox:
             if self.privileges:
                 linux.drop_capabilities()
             if self.filter is not None:
-                linux.install_filter(self.filter)
+                linux.install_filter(self.filter, os.getpid())
         except OSError as exc:
             self._failure = exc
 

@@ -391,6 +391,9 @@ def test_a_policy_cannot_change_the_limits_or_scheduling_of_another_process(
             attempt("own limits", lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
             attempt("own nice", lambda: os.nice(1))
             attempt("own CPUs", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+            attempt("own limits by pid", lambda: resource.prlimit(
+                os.getpid(), resource.RLIMIT_CORE))
+            attempt("own CPUs by pid", lambda: os.sched_setaffinity(os.getpid(), CPUS[:1]))
             """,
             top=(
                 "import resource\n"
@@ -404,9 +407,8 @@ def test_a_policy_cannot_change_the_limits_or_scheduling_of_another_process(
     others = [name for name in found if not name.startswith("own")]
     assert len(others) == 12, found
     assert {found[name] for name in others} == {"denied PermissionError"}, found
-    assert [found[name].split()[0] for name in ("own limits", "own nice", "own CPUs")] == [
-        "ALLOWED"
-    ] * 3, found
+    own = [name for name in found if name.startswith("own")]
+    assert len(own) == 5 and {found[name].split()[0] for name in own} == {"ALLOWED"}, found
     assert resource.getrlimit(resource.RLIMIT_CORE) == core
 
 
@@ -465,7 +467,7 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         filt = linux.seccomp_filter()
         assert filt is not None
         linux.set_no_new_privs()
-        linux.install_filter(filt)
+        linux.install_filter(filt, os.getpid())
         found = {name: errno_of(nr, *bad) for name, nr in linux.denied_calls().items()}
         found["clone3"] = errno_of(clone3, None, ctypes.c_long(0))
         # CLONE_NEWUSER with CLONE_FS is EINVAL to the kernel: no process is ever made.
@@ -476,7 +478,8 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         # here would change the parent, were the filter to let it through.
         parent = os.getppid()
         nice = os.getpriority(os.PRIO_PROCESS, parent)
-        for name, nr in linux.self_only_calls().items():
+        own = linux.self_only_calls()
+        for name, nr in own.items():
             if name == "setpriority":
                 other = errno_of(nr, 0, parent, nice)
                 mine = errno_of(nr, 0, 0, 19)  # this child's own: allowed, returns 0
@@ -485,12 +488,16 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
             else:
                 other, mine = errno_of(nr, parent, *bad[:5]), errno_of(nr, 0, *bad[:5])
             found[f"{name}, the parent"], found[f"{name}, itself"] = other, mine
+            if name != "setpriority":
+                found[f"{name}, itself by its pid"] = errno_of(nr, os.getpid(), *bad[:5])
+        found["setpriority, itself by its pid"] = errno_of(own["setpriority"], 0, os.getpid(), 19)
         fcntl_nr, setpgid_nr = FCNTL_SETPGID
         found["fcntl, a lease"] = errno_of(fcntl_nr, -1, 1024, 1)  # F_SETLEASE
         found["fcntl, a pipe's size"] = errno_of(fcntl_nr, -1, 1031, 1 << 20)  # F_SETPIPE_SZ
         found["fcntl, flags"] = errno_of(fcntl_nr, -1, 1)  # F_GETFD: EBADF
         found["setpgid, another group"] = errno_of(setpgid_nr, -1, 1)
         found["setpgid, its own group"] = errno_of(setpgid_nr, -1, 0)  # ESRCH
+        found["setpgid, its own group by its pid"] = errno_of(setpgid_nr, -1, os.getpid())
         found["fcntl, a delegation"] = errno_of(fcntl_nr, -1, 1040, 1)  # F_SETDELEG
         found["read"] = errno_of(0 if clone == 56 else 63, *bad[:3])
         return found
@@ -508,7 +515,7 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         "fcntl, a delegation",
         *others,
     }
-    assert found["setpriority, itself"] == 0
+    assert found["setpriority, itself"] == found["setpriority, itself by its pid"] == 0
     assert found["clone3"] == errno.ENOSYS
     assert (found["getppid"], found["read"]) == (0, errno.EBADF)
 
