@@ -264,12 +264,13 @@ fanotify_mark      301  263
 # child making 60 of them took 98% of a CPU from the server. inotify and fanotify
 # watches are not checked by Landlock: a policy could watch the data directory and
 # another episode's scratch, and use up its uid's 128 inotify instances machine-wide.
-# Calls on a process named by their first argument, allowed on the caller only (0): the
-# kernel lets a process change another's limits and scheduling when both have the same
-# uid, and every policy process, the template and the server have the same uid. Lowering
-# the server's RLIMIT_NOFILE, or putting a concurrent episode on SCHED_IDLE, would be
-# a denial of service. setpriority(which, who, nice) is allowed for which = PRIO_PROCESS
-# and who = 0 only.
+
+# Calls on a process named by their first argument, allowed on the caller only (0 or its
+# own pid): the kernel lets a process change another's limits and scheduling when both
+# have the same uid, and every policy process, the template and the server have the same
+# uid. Lowering the server's RLIMIT_NOFILE, or putting a concurrent episode on SCHED_IDLE,
+# would be a denial of service. setpriority(which, who, nice) is allowed for which =
+# PRIO_PROCESS and who naming the caller.
 _SELF_ONLY = """
 prlimit64          302  261
 sched_setaffinity  203  122
@@ -310,7 +311,7 @@ class Filter(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Instruction))]
     syscall_nr: int = -1
     instructions: ctypes.Array[_Instruction] | None = None
-    own_pid_slots: list[int] = []  # instructions that compare with the process's own pid
+    own_pid_slots: tuple[int, ...] = ()  # instructions that compare with the caller's pid
 
 
 def _calls(table: str) -> dict[str, int]:
@@ -374,29 +375,30 @@ def seccomp_filter() -> Filter | None:
     code.append((_LD_ABS, 0, 0, 16))  # low half of args[0]: the clone flags
     code.append((_JSET, "deny", 0, _NAMESPACE_FLAGS))
     code.append((_RET, 0, 0, _ALLOW))
-    # The low halves of the arguments: the kernel reads a pid_t, an int, from each.
-    labels["self who"] = len(code)
-    code.append((_LD_ABS, 0, 0, 16))  # args[0]: which
+    # Arguments are read by their low half: the kernel takes a pid_t, an int, from each.
+    own_pid_slots: list[int] = []
+
+    def the_caller(offset: int) -> None:
+        """Allow the call if the argument at ``offset`` names the caller: 0, or its pid
+        (filled in by install_filter); deny it otherwise."""
+        code.append((_LD_ABS, 0, 0, offset))
+        code.append((_JEQ, "allow", 0, 0))
+        own_pid_slots.append(len(code))
+        code.append((_JEQ, "allow", "deny", 0))
+
+    labels["self who"] = len(code)  # setpriority(which, who, nice)
+    code.append((_LD_ABS, 0, 0, 16))  # which
     code.append((_JEQ, 0, "deny", 0))  # PRIO_PROCESS
-    code.append((_LD_ABS, 0, 0, 24))  # args[1]: who
-    code.append((_JEQ, "allow", 0, 0))  # the caller ...
-    own_pid_slots = [len(code)]
-    code.append((_JEQ, "allow", "deny", 0))  # ... by its pid, filled in by install_filter
+    the_caller(24)  # who
+    labels["setpgid"] = len(code)  # setpgid(pid, group): a group of its own only
+    the_caller(24)
+    labels["self"] = len(code)  # the pid in args[0]
+    the_caller(16)
     labels["fcntl"] = len(code)  # no lease (it holds up another process's open) ...
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: the command
     code.append((_JEQ, "deny", 0, _F_SETLEASE))
     code.append((_JEQ, "deny", 0, _F_SETDELEG))
-    code.append((_JEQ, "deny", "allow", _F_SETPIPE_SZ))  # ... nor grows the uid's pipe pages
-    labels["setpgid"] = len(code)  # into a group of its own only, never another's
-    code.append((_LD_ABS, 0, 0, 24))  # args[1]: the group
-    code.append((_JEQ, "allow", 0, 0))
-    own_pid_slots.append(len(code))
-    code.append((_JEQ, "allow", "deny", 0))
-    labels["self"] = len(code)
-    code.append((_LD_ABS, 0, 0, 16))  # args[0]: the pid
-    code.append((_JEQ, "allow", 0, 0))  # the caller
-    own_pid_slots.append(len(code))
-    code.append((_JEQ, "allow", "deny", 0))
+    code.append((_JEQ, "deny", 0, _F_SETPIPE_SZ))  # ... nor grows the uid's pipe pages
     labels["allow"] = len(code)
     code.append((_RET, 0, 0, _ALLOW))
     labels["deny"] = len(code)
@@ -416,7 +418,7 @@ def seccomp_filter() -> Filter | None:
     program = Filter(len(code), ctypes.cast(instructions, ctypes.POINTER(_Instruction)))
     program.instructions = instructions
     program.syscall_nr = seccomp_nr
-    program.own_pid_slots = own_pid_slots
+    program.own_pid_slots = tuple(own_pid_slots)
     return program
 
 
