@@ -12,6 +12,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from kernel_support import FAST, policy_with_act
 from evopolicy_mcp import frames, mailbox
 from evopolicy_mcp.confine import ProcessLimits
 from evopolicy_mcp.mailbox import Mailbox
-from evopolicy_mcp.process import Failure, PolicyFailure, RunnerError
+from evopolicy_mcp.process import Failure, PolicyFailure, PolicyProcess, RunnerError
 from evopolicy_mcp.runner import Runner
 
 pytestmark = pytest.mark.skipif(not mailbox.supported(), reason="the mailbox is x86-64 only")
@@ -159,16 +160,21 @@ def program(tmp_path: Path, source: str) -> str:
     return str(tmp_path)
 
 
-def episode(runner: Runner, path: str, spin: int, steps: list[Any]) -> tuple[list[Any], str]:
+def opened(runner: Runner, path: str, spin: int) -> AbstractContextManager[PolicyProcess]:
+    """A policy process of the program at ``path``, with FAST's deadlines."""
     lim = FAST.limits
-    with runner.open(
+    return runner.open(
         path,
         ProcessLimits(),
         act_seconds=lim.act_seconds,
         startup_seconds=lim.startup_seconds,
         episode_seconds=lim.episode_seconds,
         spin=spin,
-    ) as proc:
+    )
+
+
+def episode(runner: Runner, path: str, spin: int, steps: list[Any]) -> tuple[list[Any], str]:
+    with opened(runner, path, spin) as proc:
         proc.start(CONTEXT)
         answers = [proc.act(observation) for observation in steps]
     return answers, proc.output()
@@ -328,16 +334,8 @@ class Policy:
 def test_a_policy_dying_while_it_waits_is_a_crash_never_a_host_fault(
     runner: Runner, tmp_path: Path, spin: int
 ) -> None:
-    lim = FAST.limits
     path = program(tmp_path, CRASH_LATER)
-    with runner.open(
-        path,
-        ProcessLimits(),
-        act_seconds=lim.act_seconds,
-        startup_seconds=lim.startup_seconds,
-        episode_seconds=lim.episode_seconds,
-        spin=spin,
-    ) as proc:
+    with opened(runner, path, spin) as proc:
         proc.start(CONTEXT)
         time.sleep(0.3)  # it went to sleep waiting for an observation, then died
         with pytest.raises(PolicyFailure) as failed:
@@ -365,16 +363,8 @@ def test_a_spinning_worker_sleeps_while_its_policy_process_starts(
 ) -> None:
     # Its CPU is the template's, which forks the next spare meanwhile. The worker used to
     # spin (yielding) for the first 25 ms of a start-up, and so took about half of that.
-    lim = FAST.limits
     path = program(tmp_path, SLOW_START)
-    with runner.open(
-        path,
-        ProcessLimits(),
-        act_seconds=lim.act_seconds,
-        startup_seconds=lim.startup_seconds,
-        episode_seconds=lim.episode_seconds,
-        spin=256,
-    ) as proc:
+    with opened(runner, path, 256) as proc:
         proc.send_context(CONTEXT)
         cpu, wall = time.thread_time(), time.monotonic()
         proc.wait_ready()
