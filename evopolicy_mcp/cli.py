@@ -127,17 +127,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     pool = ThreadExecutor()
     place = pool.placement(0)
     if place.spin:
-        how = "a CPU each for a worker and its policy process, which spin, " + (
-            "through a shared-memory mailbox"
-            if mailbox.supported()
-            else "on their pipes (the mailbox is x86-64 only)"
+        how = (
+            "the host on one CPU, policy processes on the others, both spinning "
+            + ("(taking turns where they share a CPU) " if place.shared else "")
+            + (
+                "through a shared-memory mailbox"
+                if mailbox.supported()
+                else "on their pipes (the mailbox is x86-64 only)"
+            )
         )
     else:
-        how = "a worker and its policy process share a CPU and sleep between hand-overs"
+        how = "the host and policy processes share a CPU and sleep between hand-overs"
     cpus = len(pool.cpus)
     print(
-        f"   info  hand-over   {cpus} CPU{'s' if cpus != 1 else ''}, {pool.workers} worker"
-        f"{'s' if pool.workers != 1 else ''} by default: {how}"
+        f"   info  hand-over   {cpus} CPU{'s' if cpus != 1 else ''}, {pool.workers} episode"
+        f"{'s' if pool.workers != 1 else ''} at once by default: {how}"
     )
     missing = found.missing(Isolation())
     if missing:

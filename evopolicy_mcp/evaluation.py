@@ -28,18 +28,19 @@ import json
 import math
 import numbers
 import os
-import queue
+import select
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from evopolicy_mcp import seeds
+from evopolicy_mcp import mailbox, seeds
 from evopolicy_mcp.adapters import Adapter, AdapterError, EnvSpec, InvalidAction, load_adapter
 from evopolicy_mcp.feedback import EpisodeSummary, Feedback, Trace, TraceStep, bounded_text
 from evopolicy_mcp.frames import FrameError
+from evopolicy_mcp.process import PENDING, PolicyProcess
 from evopolicy_mcp.runner import Failure, PolicyFailure, ProcessLimits, Runner, RunnerError
 from evopolicy_mcp.scoring import aggregate_metrics, score_episodes
 from evopolicy_mcp.snapshot import Program
@@ -86,18 +87,26 @@ def jobs_for(task: Task, split: str, indices: Sequence[int], secret: bytes) -> l
     ]
 
 
+Episode = Generator[PolicyProcess, Any, T]
+"""One episode as the executor drives it: it yields its policy process whenever it waits
+for an answer (READY, or the action for the observation it posted), and is resumed with
+the answer, or with the :class:`PolicyFailure` thrown in; it returns its result."""
+
+
 class Executor(Protocol):
     """Runs ``work(job, slot)`` for every job; returns results in job order.
 
-    ``slot`` is the worker's number (used to pin a worker and its policy
-    processes to one CPU). ``on_done`` is called once per finished job, from
-    any thread. The first exception stops new work and is re-raised.
+    ``work`` returns an :data:`Episode`, which the executor drives: it waits for each
+    answer the episode yields for (``PolicyProcess.receive``, or ``poll`` with other
+    episodes in between). ``slot`` is the episode's place among those at once (it
+    picks the CPU of its policy process). ``on_done`` is called once per finished job,
+    from any thread. The first exception stops all work and is re-raised.
     A distributed backend implements the same method.
     """
 
     def map(
         self,
-        work: Callable[[EpisodeJob, int], T],
+        work: Callable[[EpisodeJob, int], Episode[T]],
         jobs: Sequence[EpisodeJob],
         on_done: Callable[[T], None] | None = None,
     ) -> list[T]: ...
@@ -105,11 +114,14 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class Placement:
-    """Where one worker runs: its own CPU, its policy processes' CPU, and the spin count."""
+    """Where an episode runs: the host's CPU, its policy process's CPU, the spin count,
+    and whether other policy processes spin on that CPU too (then each yields between
+    its looks)."""
 
     host_cpu: int | None
     policy_cpu: int | None
     spin: int
+    shared: bool = False
 
 
 SPIN_TRIES = 256  # about 130 us of polling before a side goes to sleep
@@ -117,80 +129,200 @@ SPIN_TRIES = 256  # about 130 us of polling before a side goes to sleep
 # worker) gets it after this long. Python's default, 5 ms, made a server request wait
 # up to a whole episode behind a spinning worker.
 SPIN_SWITCH_SECONDS = 0.0005
+IDLE_ROUNDS = 512  # rounds over the episodes with no answer before the host sleeps
+LOOK_SECONDS = 0.001  # how often a polling host also reads pipes and checks deadlines
+NAP_SECONDS, MAX_NAP_SECONDS = mailbox.NAP_SECONDS, mailbox.MAX_NAP_SECONDS
+
+
+def drive(episode: Episode[T]) -> T:
+    """Run one episode to its end, waiting for each answer it needs."""
+    answer: Any = None
+    failure: PolicyFailure | None = None
+    while True:
+        try:
+            proc = episode.send(answer) if failure is None else episode.throw(failure)
+        except StopIteration as stop:
+            return stop.value
+        failure = None
+        try:
+            answer = proc.receive()
+        except PolicyFailure as exc:
+            failure = exc
 
 
 class ThreadExecutor:
-    """Worker threads in this process, each pinned, with its policy processes pinned too.
+    """Episodes at once (``workers``, by default one per CPU) on one host thread.
 
-    With two CPUs or more per worker, a worker and its policy process sit on
-    two CPUs and hand over by spinning (a few microseconds, warm caches on
-    both sides); the default is one worker per two CPUs. With fewer, the
-    pair shares one CPU and sleeps between hand-overs. Spinning workers lower
-    the process's GIL switch interval to ``SPIN_SWITCH_SECONDS`` for good.
+    The Python work of every episode (environments, frames) needs the GIL, so one
+    thread does it all: more would only hand the GIL to and fro. It is pinned to the
+    first CPU and each policy process to another. With one episode at a time, the
+    host waits for each answer, spinning, and so does the policy process on its CPU:
+    a hand-over costs microseconds. With more, the host steps whichever episode has
+    its answer and never waits while one has; an episode's start (milliseconds of
+    the template's and the policy process's) overlaps the others' steps. Policy
+    processes that share a CPU yield between their looks. On one CPU everything
+    shares it and the policy processes sleep between hand-overs. Spinning lowers the
+    process's GIL switch interval to ``SPIN_SWITCH_SECONDS`` for good.
     """
 
     def __init__(self, workers: int | None = None) -> None:
         self.cpus = sorted(os.sched_getaffinity(0))
-        self.workers = max(1, workers or len(self.cpus) // 2)
+        self.workers = max(1, workers or len(self.cpus))
 
     def placement(self, slot: int) -> Placement:
-        n = len(self.cpus)
-        if n >= 2 * self.workers:
-            return Placement(self.cpus[2 * slot % n], self.cpus[(2 * slot + 1) % n], SPIN_TRIES)
-        cpu = self.cpus[slot % n] if n else None
-        return Placement(cpu, cpu, 0)
+        cpus = self.cpus
+        if len(cpus) < 2:
+            cpu = cpus[0] if cpus else None
+            return Placement(cpu, cpu, 0)
+        others = cpus[1:]
+        at = slot % len(others)
+        shared = at + len(others) < self.workers  # a later slot's policy process comes here
+        # Spinning on a shared CPU needs the mailbox: looking at a pipe is a system call.
+        spin = SPIN_TRIES if not shared or mailbox.supported() else 0
+        return Placement(cpus[0], others[at], spin, shared)
 
     def map(
         self,
-        work: Callable[[EpisodeJob, int], T],
+        work: Callable[[EpisodeJob, int], Episode[T]],
         jobs: Sequence[EpisodeJob],
         on_done: Callable[[T], None] | None = None,
     ) -> list[T]:
         results: list[Any] = [None] * len(jobs)
-        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for position in range(len(jobs)):
-            todo.put(position)
         errors: list[BaseException] = []
-        done_lock = threading.Lock()
 
-        def worker(slot: int) -> None:
-            cpu = self.placement(slot).host_cpu
-            if cpu is not None:
+        def done(position: int, result: T) -> None:
+            results[position] = result
+            if on_done is not None:
+                on_done(result)
+
+        def host() -> None:
+            place = self.placement(0)
+            if place.host_cpu is not None:
                 try:
-                    os.sched_setaffinity(0, {cpu})  # this thread only
+                    os.sched_setaffinity(0, {place.host_cpu})  # this thread only
                 except OSError:
                     pass
-            while not errors:
-                try:
-                    position = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    result = work(jobs[position], slot)
-                except BaseException as exc:
-                    errors.append(exc)
-                    return
-                results[position] = result
-                if on_done is not None:
-                    with done_lock:
-                        on_done(result)
+            try:
+                if self.workers == 1:
+                    for position, job in enumerate(jobs):
+                        done(position, drive(work(job, 0)))
+                else:
+                    _multiplex(work, jobs, min(self.workers, len(jobs)), done)
+            except BaseException as exc:
+                errors.append(exc)
 
-        count = min(self.workers, len(jobs))
-        if count and self.placement(0).spin and sys.getswitchinterval() > SPIN_SWITCH_SECONDS:
+        if not jobs:
+            return results
+        if self.placement(0).spin and sys.getswitchinterval() > SPIN_SWITCH_SECONDS:
             sys.setswitchinterval(SPIN_SWITCH_SECONDS)  # for the process: never raised back
-        threads = [
-            threading.Thread(
-                target=worker, args=(slot,), name=f"evopolicy-episode-{slot}", daemon=True
-            )
-            for slot in range(count)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        thread = threading.Thread(target=host, name="evopolicy-episodes", daemon=True)
+        thread.start()
+        thread.join()
         if errors:
             raise errors[0]
         return results
+
+
+class _Live:
+    """An episode in progress under :func:`_multiplex`."""
+
+    __slots__ = ("episode", "position", "proc", "slot")
+
+    def __init__(self, episode: Episode[Any], position: int, slot: int) -> None:
+        self.episode, self.position, self.slot = episode, position, slot
+        self.proc: PolicyProcess | None = None
+
+
+def _multiplex(
+    work: Callable[[EpisodeJob, int], Episode[T]],
+    jobs: Sequence[EpisodeJob],
+    width: int,
+    done: Callable[[int, T], None],
+) -> None:
+    """Drive up to ``width`` episodes at once on this thread: whichever has its answer
+    is resumed. With none for a while it reads the pipes (deaths, deadlines, output),
+    and then sleeps until a policy process writes or a deadline comes."""
+    live: list[_Live] = []
+    queued = iter(enumerate(jobs))
+
+    def resume(entry: _Live, answer: Any = None, failure: PolicyFailure | None = None) -> None:
+        while True:
+            try:
+                episode = entry.episode
+                entry.proc = episode.send(answer) if failure is None else episode.throw(failure)
+                return
+            except StopIteration as stop:
+                live.remove(entry)
+                done(entry.position, stop.value)
+            for position, job in queued:  # the next job takes the slot
+                entry = _Live(work(job, entry.slot), position, entry.slot)
+                live.append(entry)
+                answer, failure = None, None
+                break
+            else:
+                return
+
+    try:
+        for slot in range(width):
+            for position, job in queued:
+                entry = _Live(work(job, slot), position, slot)
+                live.append(entry)
+                resume(entry)
+                break
+        idle = 0
+        looked = time.monotonic()
+        nap = NAP_SECONDS
+        while live:
+            look = idle >= IDLE_ROUNDS or time.monotonic() - looked >= LOOK_SECONDS
+            if look:
+                looked = time.monotonic()
+            progressed = False
+            for entry in list(live):
+                proc = entry.proc
+                assert proc is not None
+                try:
+                    answer = proc.poll(look)
+                except PolicyFailure as exc:
+                    resume(entry, failure=exc)
+                    progressed = True
+                    continue
+                if answer is not PENDING:
+                    resume(entry, answer)
+                    progressed = True
+            if progressed:
+                idle, nap = 0, NAP_SECONDS
+                continue
+            idle += 1
+            if idle > IDLE_ROUNDS:
+                nap = _sleep([e.proc for e in live if e.proc is not None], nap)
+                idle = IDLE_ROUNDS  # looks once more, then sleeps again if nothing came
+    finally:
+        for entry in live:  # a fault stopped the evaluation: its episodes end now
+            try:
+                entry.episode.close()
+            except Exception:
+                pass  # the adapter failing again on the way out: the first fault is raised
+
+
+def _sleep(procs: list[PolicyProcess], nap: float) -> float:
+    """Sleep until a policy process writes to its pipe (having said it would sleep, its
+    answer comes with a WAKE), a deadline, or the end of ``nap``; returns the next nap."""
+    dozing = []
+    try:
+        for proc in procs:
+            if not proc.doze():
+                return nap  # an answer came meanwhile
+            dozing.append(proc)
+        poller = select.poll()
+        for proc in procs:
+            for fd in proc.wake_fds():
+                poller.register(fd, select.POLLIN)
+        seconds = min([nap] + [proc.seconds_left() for proc in procs])
+        poller.poll(max(0, int(seconds * 1000 + 0.999)))
+        return min(2 * nap, MAX_NAP_SECONDS)
+    finally:
+        for proc in dozing:
+            proc.undoze()
 
 
 _default_runner: Runner | None = None
@@ -264,7 +396,7 @@ class _Episode:
         self.limits = ProcessLimits(memory_bytes=lim.memory_mb << 20, cpu_seconds=lim.cpu_seconds)
         self.max_steps = spec.max_steps
 
-    def run(self, job: EpisodeJob, slot: int) -> _Outcome:
+    def run(self, job: EpisodeJob, slot: int) -> Episode[_Outcome]:
         task, lim = self.task, self.task.limits
         place = (
             self.executor.placement(slot)
@@ -289,20 +421,23 @@ class _Episode:
                 episode_seconds=lim.episode_seconds,
                 cpu=place.policy_cpu,
                 spin=place.spin,
+                shared=place.shared,
             ) as proc:
                 proc.send_context(policy_context(task, self.spec, job.policy_seed))
                 env = self._adapter_call(self.adapter.make_episode, task.parameters, job.env_seed)
                 ended = False  # by the environment, the step limit or a policy failure
                 try:
                     observation = self._adapter_call(env.reset)
-                    proc.wait_ready()
+                    proc.expect_ready()
+                    yield proc
                     while True:
                         try:
-                            action = proc.act(observation)
+                            proc.post(observation)
                         except FrameError as exc:  # the adapter's observation cannot be sent
                             raise EvaluationAborted(
                                 f"adapter fault: unsendable observation: {exc}"
                             ) from exc
+                        action = yield proc
                         try:
                             step = env.step(action)
                         except InvalidAction as exc:

@@ -7,8 +7,8 @@ import argparse
 __all__ = ["WORKERS_HELP", "positive_int"]
 
 WORKERS_HELP = (
-    "parallel episodes (default: one per two CPUs, each worker and its policy process "
-    "on a CPU of their own)"
+    "episodes at once (default: one per CPU; the host steps them all on the first CPU, "
+    "their policy processes run on the others)"
 )
 
 

@@ -22,7 +22,7 @@ from evopolicy_mcp.mailbox import Mailbox
 if TYPE_CHECKING:
     from evopolicy_mcp.runner import Runner
 
-__all__ = ["Failure", "PolicyFailure", "PolicyProcess", "RunnerError"]
+__all__ = ["PENDING", "Failure", "PolicyFailure", "PolicyProcess", "RunnerError"]
 
 OUTPUT_HEAD = 2048
 OUTPUT_TAIL = 6144
@@ -30,6 +30,7 @@ MAX_ACTION_FRAME = 1 << 20
 EXIT_GRACE_SECONDS = 5.0
 _WAKE = frames.frame(frames.WAKE)
 _KILLED_BY_HOST = -1  # sentinel exit status: the host had to kill a process that would not exit
+PENDING: Any = object()  # PolicyProcess.poll: the awaited answer has not come yet
 
 
 class Failure(StrEnum):
@@ -145,14 +146,17 @@ class PolicyProcess:
         os.set_blocking(observations_w, False)
         self._output_open = True
         self.spin = spin
+        os.set_blocking(actions_r, False)  # reads follow a poll or may find nothing (poll())
         if spin:
-            os.set_blocking(actions_r, False)
             self._spin_poll = select.poll()
             self._spin_poll.register(actions_r, select.POLLIN)
         self.act_seconds = act_seconds
         self.startup_seconds = startup_seconds
         self.started = time.monotonic()
         self.episode_deadline = self.started + episode_seconds
+        # What receive() or poll() waits for: (frame kind, deadline, what for a timeout).
+        self._want = (frames.READY, self.started + startup_seconds, "start-up")
+        self._on_pipe = False  # poll(): the mailbox said the next message is on the pipe
 
     # -- protocol ------------------------------------------------------------
 
@@ -169,11 +173,32 @@ class PolicyProcess:
         # the spawn and forks the next spare there. A worker that spun, even yielding at
         # every try, left it only half the CPU (the scheduler shares a CPU between two
         # runnable tasks, yield or not): sleeping until READY made episodes 1.5-2 ms shorter.
-        self._expect(frames.READY, self.started + self.startup_seconds, "start-up", spin=0)
+        self.expect_ready()
+        self.receive()
 
     def act(self, observation: Any) -> Any:
+        self.post(observation)
+        return self.receive()
+
+    def post(self, observation: Any) -> None:
+        """Send an observation; its action is then awaited with :meth:`receive` or
+        :meth:`poll`."""
         deadline = time.monotonic() + self.act_seconds  # for sending it and the answer
         self._write(frames.frame(frames.OBSERVATION, observation), deadline)
+        self._want = (frames.ACTION, deadline, "act()")
+
+    def expect_ready(self) -> None:
+        """Await READY (``make_policy`` has returned) next, with :meth:`receive` or
+        :meth:`poll`."""
+        self._want = (frames.READY, self.started + self.startup_seconds, "start-up")
+
+    def receive(self) -> Any:
+        """Wait for what is awaited (READY, or the action for the last observation):
+        its value, or a :class:`PolicyFailure`."""
+        kind, deadline, what = self._want
+        if kind != frames.ACTION:
+            # Start-up takes milliseconds, and this CPU has work meanwhile (see wait_ready).
+            return self._expect(kind, deadline, what, spin=0)
         box = self._box
         if box is not None:
             # The usual hand-over: the ACTION comes in the mailbox while spinning.
@@ -196,6 +221,71 @@ class PolicyProcess:
             elif spun is not None:
                 self._died()
         return self._expect(frames.ACTION, deadline, "act()", data=data)
+
+    def poll(self, look: bool = False) -> Any:
+        """What :meth:`receive` waits for if it has come, else :data:`PENDING`; never waits.
+
+        A plain poll is a look at the mailbox, a load from memory. With ``look``
+        (which a caller asks for now and then, and before it sleeps) the pipe is read
+        too, and the policy's output drained: that is where a death, a WAKE or a frame
+        too large for the mailbox shows, and a missed deadline raises a timeout.
+        Raises :class:`PolicyFailure` as :meth:`receive` does.
+        """
+        kind, deadline, what = self._want
+        box = self._box
+        if box is not None and not self._on_pipe:
+            got = box.take()
+            if got is not None and got != mailbox.ON_PIPE:
+                got_kind, value = self._parse(got)
+                return self._answer(kind, got_kind, value)
+            if got is None and not look:
+                return PENDING
+            self._on_pipe = got is not None
+        try:
+            got_frame = self._reader.next()
+            if got_frame is None:
+                try:
+                    data = os.read(self._act_r, 1 << 16)
+                except BlockingIOError:
+                    data = None
+                if data == b"":
+                    self._died()
+                if data:
+                    got_frame = self._reader.take(data)
+            while got_frame is not None and box is not None and got_frame[0] == frames.WAKE:
+                got_frame = self._reader.next()
+        except frames.FrameError as exc:
+            raise PolicyFailure(
+                Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
+            ) from None
+        if got_frame is not None:
+            if box is not None:
+                box.took_from_pipe()
+                self._on_pipe = False
+            return self._accept(kind, got_frame[0], got_frame[1])
+        self._drain_output()
+        if time.monotonic() >= min(deadline, self.episode_deadline):
+            self._timed_out(what)
+        return PENDING
+
+    def doze(self) -> bool:
+        """Before the caller sleeps on :meth:`wake_fds`: say so to the policy (its next
+        message then wakes the pipe); False, awake again, if a message came meanwhile."""
+        if self._box is None or self._on_pipe:
+            return True
+        return self._box.doze()
+
+    def undoze(self) -> None:
+        if self._box is not None:
+            self._box.sleeping(False)
+
+    def wake_fds(self) -> tuple[int, ...]:
+        """What to sleep on: the action pipe, and the output pipe while it is open."""
+        return (self._act_r, self._out_r) if self._output_open else (self._act_r,)
+
+    def seconds_left(self) -> float:
+        """Until the deadline of what is awaited."""
+        return min(self._want[1], self.episode_deadline) - time.monotonic()
 
     def output(self) -> str:
         return self._output.text()
@@ -394,15 +484,17 @@ class PolicyProcess:
         code, message = _describe_exit(status, self._runner._oom_kill_seen(self.episode))
         raise PolicyFailure(code, message)
 
-    def _finish(self) -> None:
+    def _finish(self, wait: bool = False) -> None:
         """Kill the process group and collect what it printed; reaping goes on in the template.
 
         Everything the policy printed before its last answer is already in the
         pipe (its stdout is line-buffered), so a non-blocking drain suffices and
         the next episode need not wait for this one's teardown. ``Runner.settle``
-        waits for it.
+        waits for it; ``wait`` waits (a moment at most) for this one.
         """
         self._runner._kill(self.episode)
+        if wait:
+            self._runner._wait_gone(self.episode, EXIT_GRACE_SECONDS)
         self._runner._detach(self.episode)
         while self._output_open and self._poll.poll(0):
             before = self._output.total

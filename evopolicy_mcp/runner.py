@@ -285,6 +285,11 @@ class Runner:
             raise RunnerError(self._template_failure())
         return status
 
+    def _wait_gone(self, episode: int, timeout: float) -> None:
+        """Wait (at most ``timeout``) until the template reports the episode's process gone."""
+        with self._changed:
+            self._changed.wait_for(lambda: episode not in self._live, timeout)
+
     def _confined_seen(self, episode: int) -> bool:
         """Whether the episode's process told the template it was confined (once reported).
 
@@ -328,6 +333,7 @@ class Runner:
         episode_seconds: float,
         cpu: int | None = None,
         spin: int = 0,
+        shared: bool = False,
     ) -> Iterator[PolicyProcess]:
         """A fresh policy process for one episode, torn down on exit from the block.
 
@@ -335,6 +341,8 @@ class Runner:
         that many times before they sleep: with host and policy on two
         different CPUs a hand-over then costs about 3 us instead of a wake-up
         (tens of us across CPUs, or a context switch and cold caches on one).
+        ``shared``: other policy processes spin on the same CPU, so this one yields
+        between its looks.
         """
         with self._changed:
             self._next_id += 1
@@ -346,6 +354,7 @@ class Runner:
         os.set_blocking(out_r, False)
         proc = None
         box = None
+        aborted = False
         try:
             passed = [obs_r, act_w, out_w]
             try:
@@ -359,6 +368,7 @@ class Runner:
                         "program": str(program_dir),
                         "cpu": cpu,
                         "spin": spin,
+                        "shared": shared,
                         "limits": limits.__dict__,
                     },
                     passed,
@@ -379,9 +389,15 @@ class Runner:
                 box=box,
             )
             yield proc
+        except BaseException:
+            # The evaluation stops here (a host or adapter fault, or it was closed while
+            # this process started): whatever the host does next, say removing the
+            # program's snapshot, must not happen under a process still starting from it.
+            aborted = True
+            raise
         finally:
             if proc is not None:
-                proc._finish()
+                proc._finish(wait=aborted)
             else:
                 for fd in (obs_w, act_r, out_r):
                     os.close(fd)

@@ -286,7 +286,7 @@ class Template:
             os.write(confine.FD_REPORT, CONFINED_REPORT)
         finally:
             os.close(confine.FD_REPORT)
-        run_policy(program, int(msg.get("spin", 0)), box)
+        run_policy(program, int(msg.get("spin", 0)), box, bool(msg.get("shared", False)))
 
     def kill(self, episode: int) -> None:
         pid = self.pids.get(episode)

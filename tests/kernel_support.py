@@ -37,6 +37,19 @@ class Controller:
         return 1 if theta + 0.5 * theta_dot + 0.05 * x + 0.1 * x_dot > 0 else 0
 """
 
+# Takes 0.3 s to start, then answers 0 at once.
+SLOW_START = """
+import time
+
+def make_policy(context):
+    time.sleep(0.3)
+    return Policy()
+
+class Policy:
+    def act(self, observation):
+        return 0
+"""
+
 
 def with_limits(task: Task | str, **limits: Any) -> Task:
     """``task`` with some of its policy-process limits replaced."""

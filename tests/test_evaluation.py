@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 from kernel_support import (
     GOOD_CARTPOLE,
     SECRET,
+    SLOW_START,
     TASKS,
     Kernel,
     comparable,
@@ -94,13 +97,20 @@ EXPECTED = {
 }
 
 
-def test_a_failure_ends_only_its_episode_and_the_others_run_as_if_alone(kernel: Kernel) -> None:
+# One at a time; several at once on one host thread; more at once than CPUs for them.
+WORKERS = [1, 2, 5]
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_a_failure_ends_only_its_episode_and_the_others_run_as_if_alone(
+    kernel: Kernel, workers: int
+) -> None:
     task = with_parameters(FAST, max_episode_steps=60)
     jobs = kernel.jobs(task, 12)
     modes = [job.policy_seed % 5 for job in jobs]
     assert len(set(modes)) >= 4, "the seeds should mix good and bad episodes"
-    mixed = kernel.evaluate(MIXED, task, 12, workers=None)
-    clean = kernel.evaluate(GOOD_CARTPOLE, task, 12, workers=None)
+    mixed = kernel.evaluate(MIXED, task, 12, workers=workers)
+    clean = kernel.evaluate(GOOD_CARTPOLE, task, 12, workers=workers)
     for summary, reference, mode in zip(mixed.episodes, clean.episodes, modes, strict=True):
         assert summary.failure == EXPECTED[mode], (mode, summary)
         if EXPECTED[mode] is None:
@@ -441,19 +451,29 @@ class FaultyEpisode:
 FAULTS = ["spec", "spec-error", "make_episode", "reset", "step", "observation", "metrics", "close"]
 
 
+@pytest.mark.parametrize("workers", [1, 3])
 @pytest.mark.parametrize("where", FAULTS)
 def test_an_adapter_fault_aborts_the_evaluation_and_is_never_a_policy_failure(
-    kernel: Kernel, where: str, monkeypatch: pytest.MonkeyPatch
+    kernel: Kernel,
+    where: str,
+    workers: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setitem(adapters._loaded, FaultyAdapter.name, FaultyAdapter(where))
     task = FAST.model_copy(update={"adapter": FaultyAdapter.name})
+    program = kernel.program(GOOD_CARTPOLE)
     seen: list[EpisodeSummary] = []
     with pytest.raises(EvaluationAborted) as caught:
-        kernel.evaluate(GOOD_CARTPOLE, task, 4, on_episode=seen.append)
+        kernel.evaluate(program, task, 4, on_episode=seen.append, workers=workers)
     if where != "spec-error":
         assert "fault" in str(caught.value)
     assert all(s.status == "ok" for s in seen), "nothing may be reported as a policy failure"
+    # No episode it started is still starting: the host may remove the program's snapshot
+    # (the CLI does) without a policy process failing to copy it.
+    shutil.rmtree(program.path)
     kernel.runner.settle()
+    assert "cannot confine" not in capfd.readouterr().err
     # The runner is unharmed: the next evaluation runs normally.
     assert kernel.evaluate(GOOD_CARTPOLE, FAST, 1).episodes[0].status == "ok"
 
@@ -476,6 +496,20 @@ def test_an_unknown_adapter_aborts_before_any_episode(kernel: Kernel) -> None:
 def test_an_invalid_action_raised_by_the_adapter_is_the_policys_failure(kernel: Kernel) -> None:
     summary = kernel.only(policy_with_act("return 7"), FAST)
     assert summary.failure == Failure.INVALID_ACTION
+
+
+def test_a_host_with_every_episode_starting_sleeps(kernel: Kernel) -> None:
+    """Episodes at once whose policies all take a while to start: the host, with
+    nothing to step, must sleep (its CPU is where the template forks), not spin."""
+    task = with_parameters(FAST, max_episode_steps=1)
+    program = kernel.program(SLOW_START)
+    kernel.evaluate(program, task, 3, workers=3)  # warm: imports, spares
+    cpu, wall = time.process_time(), time.monotonic()
+    feedback = kernel.evaluate(program, task, 3, workers=3)
+    cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    assert [s.status for s in feedback.episodes] == ["ok"] * 3
+    assert wall >= 0.3, "READY came before make_policy returned"
+    assert cpu < 0.1, f"the host used {cpu * 1000:.0f} ms of CPU in {wall * 1000:.0f} ms"
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="workers spin with two CPUs each")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kernel_support import FAST, policy_with_act
+from kernel_support import FAST, SLOW_START, policy_with_act
 
 from evopolicy_mcp import frames, mailbox
 from evopolicy_mcp.confine import ProcessLimits
@@ -343,19 +343,6 @@ def test_a_policy_dying_while_it_waits_is_a_crash_never_a_host_fault(
                 proc.act([0.0])
     assert failed.value.code == Failure.CRASHED, failed.value
     assert "SIGSEGV" in failed.value.message
-
-
-SLOW_START = """
-import time
-
-def make_policy(context):
-    time.sleep(0.3)
-    return Policy()
-
-class Policy:
-    def act(self, observation):
-        return 0
-"""
 
 
 def test_a_spinning_worker_sleeps_while_its_policy_process_starts(

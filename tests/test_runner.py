@@ -114,7 +114,8 @@ def test_an_exception_whose_str_fails_is_still_an_exception(kernel: Kernel) -> N
 # -- timeout -----------------------------------------------------------------
 
 
-def test_an_endless_loop_in_act_times_out_at_the_act_deadline(kernel: Kernel) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_an_endless_loop_in_act_times_out_at_the_act_deadline(kernel: Kernel, workers: int) -> None:
     source = policy_with_act(
         """\
         self.steps += 1
@@ -124,11 +125,11 @@ def test_an_endless_loop_in_act_times_out_at_the_act_deadline(kernel: Kernel) ->
         """,
         init="self.steps = 0",
     )
-    summary = kernel.hostile(source, FAST).episodes[0]
-    assert_failed(summary, Failure.TIMEOUT)
-    assert summary.steps == 2
-    assert summary.message == "act() did not answer within 0.3 s"
-    assert 0.3 <= summary.seconds < 3.0
+    for summary in kernel.hostile(source, FAST, workers, workers=workers).episodes:
+        assert_failed(summary, Failure.TIMEOUT)
+        assert summary.steps == 2
+        assert summary.message == "act() did not answer within 0.3 s"
+        assert 0.3 <= summary.seconds < 3.0
 
 
 # Deaf to the polite signals: only SIGKILL ends it.
@@ -307,7 +308,8 @@ def test_garbage_printed_to_stdout_is_captured_and_the_episode_stays_ok(kernel: 
         assert reference.stderr is None
 
 
-def test_fifty_megabytes_of_stderr_are_drained_and_bounded(kernel: Kernel) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_fifty_megabytes_of_stderr_are_drained_and_bounded(kernel: Kernel, workers: int) -> None:
     source = policy_with_act(
         """\
         if not self.done:
@@ -319,12 +321,13 @@ def test_fifty_megabytes_of_stderr_are_drained_and_bounded(kernel: Kernel) -> No
         top="import sys",
         init="self.done = False",
     )
-    summary = kernel.only(source, with_limits("cartpole", act_seconds=20.0, episode_seconds=30.0))
-    assert summary.status == "ok", summary
-    assert summary.steps > 10
-    assert summary.stderr is not None
-    assert len(summary.stderr) <= STDERR_CHARS + 100
-    assert "THE END" in summary.stderr
+    task = with_limits("cartpole", act_seconds=20.0, episode_seconds=30.0)
+    for summary in kernel.evaluate(source, task, workers, workers=workers).episodes:
+        assert summary.status == "ok", summary
+        assert summary.steps > 10
+        assert summary.stderr is not None
+        assert len(summary.stderr) <= STDERR_CHARS + 100
+        assert "THE END" in summary.stderr
 
 
 # -- crashed -----------------------------------------------------------------

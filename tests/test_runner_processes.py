@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -441,6 +442,19 @@ def test_spares_are_forked_on_the_first_cpu_whoever_starts_the_template(
         assert f"CPUS [{cpus[-1]}]" in (summary.stderr or "")
     finally:
         kernel.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("workers", [1, 3])
+def test_policy_processes_run_off_the_cpu_of_the_host(kernel: Kernel, workers: int) -> None:
+    """The host steps every episode of an evaluation on the first CPU; policy
+    processes, one episode's or several at once, spin elsewhere."""
+    host = sorted(os.sched_getaffinity(0))[0]
+    feedback = kernel.evaluate(SAY_CPUS, "cartpole", 3, workers=workers)
+    for summary in feedback.episodes:
+        said = re.search(r"CPUS \[([0-9, ]+)\]", summary.stderr or "")
+        assert said, summary.stderr
+        assert host not in [int(cpu) for cpu in said.group(1).split(",")], said.group(0)
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
