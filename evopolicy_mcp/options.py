@@ -7,8 +7,8 @@ import argparse
 __all__ = ["WORKERS_HELP", "positive_int"]
 
 WORKERS_HELP = (
-    "episodes at once (default: one per CPU; the host steps them all on the first CPU, "
-    "their policy processes run on the others)"
+    "episodes at once (default: one per CPU but the first, at least two with two CPUs; "
+    "the host steps them all on the first CPU, their policy processes run on the others)"
 )
 
 

@@ -459,10 +459,12 @@ class Template:
                 timeout = None
             # It waits on the CPU of the episode it started last. When that episode ends,
             # the CPU is free, and the kill, the reap and the next spawn are served at
-            # once; on the first CPU they waited behind the host's worker thread, which
+            # once; on the first CPU they waited behind the host's episode thread, which
             # keeps running there until it sleeps (1-1.5 ms, about a scheduler slice).
-            # Forking is done on the first CPU (Template.home), where the worker sleeps
-            # while its policy process starts.
+            # Forking is done on the first CPU (Template.home), where the host sleeps
+            # while a policy process starts (one episode at a time), or steps other
+            # episodes meanwhile (several at once): forking where policy processes
+            # spin, the next ones started later.
             if self.wait_cpu is not None:
                 self.move(self.wait_cpu)
             events = sel.select(timeout)
@@ -534,8 +536,8 @@ def main() -> None:
     max_processes = int(sys.argv[4]) if len(sys.argv) > 4 else cgroups.DEFAULT_MAX_PROCESSES
     groups = cgroups.Groups.enter(host_pid, max_processes)
     confine.prctl(confine.PR_SET_CHILD_SUBREAPER, 1)
-    # On the first CPU, where the host's first worker thread runs. Most of the template's
-    # work comes while that worker sleeps waiting for a policy process to start;
+    # On the first CPU, where the host's episode thread runs. Most of the template's
+    # work comes while that thread sleeps waiting for a policy process to start;
     # anywhere else it would take turns with a policy process, which then misses
     # its hand-overs. Spares start here too; policy processes move to their own CPU.
     # Between episodes the template waits on the last one's CPU (Template.serve).

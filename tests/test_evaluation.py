@@ -29,7 +29,15 @@ from kernel_support import (
 from evopolicy_mcp import adapters, frames, seeds
 from evopolicy_mcp.actions import validate_action
 from evopolicy_mcp.adapters import AdapterError, EnvSpec, InvalidAction, Step, load_adapter
-from evopolicy_mcp.evaluation import SPIN_SWITCH_SECONDS, EvaluationAborted, evaluate, jobs_for
+from evopolicy_mcp.evaluation import (
+    SPIN_SWITCH_SECONDS,
+    EvaluationAborted,
+    Placement,
+    ThreadExecutor,
+    default_workers,
+    evaluate,
+    jobs_for,
+)
 from evopolicy_mcp.feedback import EpisodeSummary
 from evopolicy_mcp.runner import Failure
 from evopolicy_mcp.snapshot import capture
@@ -496,6 +504,21 @@ def test_an_unknown_adapter_aborts_before_any_episode(kernel: Kernel) -> None:
 def test_an_invalid_action_raised_by_the_adapter_is_the_policys_failure(kernel: Kernel) -> None:
     summary = kernel.only(policy_with_act("return 7"), FAST)
     assert summary.failure == Failure.INVALID_ACTION
+
+
+def test_placement_gives_the_host_a_cpu_and_shares_one_only_where_it_must() -> None:
+    assert [default_workers(n) for n in (1, 2, 3, 4, 16)] == [1, 2, 2, 3, 15]
+    pool = ThreadExecutor(5)
+    pool.cpus = [0, 1, 2, 3]
+    places = [pool.placement(slot) for slot in range(5)]
+    assert {p.host_cpu for p in places} == {0}
+    assert [p.policy_cpu for p in places] == [1, 2, 3, 1, 2]
+    assert [p.shared for p in places] == [True, True, False, True, True]
+    pool = ThreadExecutor(3)
+    pool.cpus = [0, 1, 2, 3]
+    assert not any(pool.placement(slot).shared for slot in range(3))
+    pool.cpus = [7]
+    assert pool.placement(2) == Placement(7, 7, 0)  # one CPU: all share it and sleep
 
 
 def test_a_host_with_every_episode_starting_sleeps(kernel: Kernel) -> None:
