@@ -140,19 +140,25 @@ def default_workers(cpus: int) -> int:
 
 
 def drive(episode: Episode[T]) -> T:
-    """Run one episode to its end, waiting for each answer it needs."""
+    """Run one episode to its end, waiting for each answer it needs.
+
+    What goes wrong while waiting is thrown into the episode: a policy failure ends
+    it as such, a runner fault (:class:`RunnerError`) aborts it as a host fault."""
     answer: Any = None
-    failure: PolicyFailure | None = None
-    while True:
-        try:
-            proc = episode.send(answer) if failure is None else episode.throw(failure)
-        except StopIteration as stop:
-            return stop.value
-        failure = None
-        try:
-            answer = proc.receive()
-        except PolicyFailure as exc:
-            failure = exc
+    failure: Exception | None = None
+    try:
+        while True:
+            try:
+                proc = episode.send(answer) if failure is None else episode.throw(failure)
+            except StopIteration as stop:
+                return stop.value
+            failure = None
+            try:
+                answer = proc.receive()
+            except (PolicyFailure, RunnerError) as exc:
+                failure = exc
+    finally:
+        episode.close()
 
 
 class ThreadExecutor:
@@ -255,7 +261,7 @@ def _multiplex(
     live: list[_Live] = []
     queued = iter(enumerate(jobs))
 
-    def resume(entry: _Live, answer: Any = None, failure: PolicyFailure | None = None) -> None:
+    def resume(entry: _Live, answer: Any = None, failure: Exception | None = None) -> None:
         while True:
             try:
                 episode = entry.episode
@@ -290,15 +296,23 @@ def _multiplex(
             for entry in list(live):
                 proc = entry.proc
                 assert proc is not None
+                started = time.monotonic()
                 try:
                     answer = proc.poll(look)
-                except PolicyFailure as exc:
+                except (PolicyFailure, RunnerError) as exc:
                     resume(entry, failure=exc)
-                    progressed = True
-                    continue
-                if answer is not PENDING:
+                else:
+                    if answer is PENDING:
+                        continue
                     resume(entry, answer)
-                    progressed = True
+                progressed = True
+                # The others waited on this thread meanwhile (stepping this episode, or
+                # a slow adapter, or a process that would not die): it is not theirs to
+                # pay. Their deadlines move by as much, as if each ran alone.
+                busy = time.monotonic() - started
+                for other in live:
+                    if other is not entry and other.proc is not None:
+                        other.proc.excuse(busy)
             if progressed:
                 idle, nap = 0, NAP_SECONDS
                 continue

@@ -153,7 +153,8 @@ class PolicyProcess:
         self.act_seconds = act_seconds
         self.startup_seconds = startup_seconds
         self.started = time.monotonic()
-        self.episode_deadline = self.started + episode_seconds
+        self.episode_seconds = episode_seconds
+        self.episode_deadline = self.started + episode_seconds  # later by excuse()
         # What receive() or poll() waits for: (frame kind, deadline, what for a timeout).
         self._want = (frames.READY, self.started + startup_seconds, "start-up")
         self._on_pipe = False  # poll(): the mailbox said the next message is on the pipe
@@ -264,9 +265,23 @@ class PolicyProcess:
                 self._on_pipe = False
             return self._accept(kind, got_frame[0], got_frame[1])
         self._drain_output()
+        if box is not None and not self._on_pipe:
+            got = box.take()  # it may have come since the first look (its WAKE did)
+            if got is not None:
+                if got != mailbox.ON_PIPE:
+                    got_kind, value = self._parse(got)
+                    return self._answer(kind, got_kind, value)
+                self._on_pipe = True
+                return PENDING
         if time.monotonic() >= min(deadline, self.episode_deadline):
             self._timed_out(what)
         return PENDING
+
+    def excuse(self, seconds: float) -> None:
+        """Move this episode's deadlines ``seconds`` later: time its host spent on others."""
+        kind, deadline, what = self._want
+        self._want = (kind, deadline + seconds, what)
+        self.episode_deadline += seconds
 
     def doze(self) -> bool:
         """Before the caller sleeps on :meth:`wake_fds`: say so to the policy (its next
@@ -458,7 +473,7 @@ class PolicyProcess:
 
     def _timed_out(self, what: str) -> None:
         if time.monotonic() >= self.episode_deadline:
-            limit = self.episode_deadline - self.started
+            limit = self.episode_seconds
             raise PolicyFailure(
                 Failure.TIMEOUT, f"the episode exceeded its {limit:g} s wall-clock limit"
             )

@@ -136,6 +136,60 @@ def test_a_failure_ends_only_its_episode_and_the_others_run_as_if_alone(
     assert mixed.score == pytest.approx((sum(ok_returns) + 0.0 * failed) / 12)
 
 
+# Even seeds close their action pipe and keep running (the host waits 0.5 s for the
+# process, then kills it); odd ones print 256 KiB at every step.
+BLOCKS_OR_PRINTS = policy_with_act(
+    """\
+    self.steps += 1
+    if self.seed % 2 == 0:
+        if self.steps == 3:
+            os.close(4)
+            time.sleep(3)
+    else:
+        sys.stderr.write(("z" * 1023 + "\\n") * 256)
+    return 0
+    """,
+    top="import os, sys, time",
+    init="self.seed = context.policy_seed\nself.steps = 0",
+)
+
+
+def test_time_the_host_spends_on_one_episode_is_not_charged_to_the_others(
+    kernel: Kernel,
+) -> None:
+    """Several episodes at once share one host thread: while it waits for one (here
+    for a process that would not die), the others' printing is not drained and their
+    answers not taken. That must cost them nothing: the same episodes as one at a time."""
+    task = with_parameters(FAST, max_episode_steps=8)
+    modes = [job.policy_seed % 2 for job in kernel.jobs(task, 6)]
+    assert 0 < sum(modes) < 6, "the seeds should mix both kinds"
+    program = kernel.program(BLOCKS_OR_PRINTS)
+    outcomes = [
+        [
+            (e.status, e.failure, e.steps)
+            for e in kernel.evaluate(program, task, 6, workers=w).episodes
+        ]
+        for w in (1, 3)
+    ]
+    assert outcomes[0] == outcomes[1]
+    assert [status for status, _, _ in outcomes[0]] == ["ok" if m else "failed" for m in modes]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_runner_fault_while_waiting_aborts_as_a_host_fault(kernel: Kernel, workers: int) -> None:
+    """A policy process that dies before it is confined died of the host's fault (here
+    its program's snapshot is gone): the evaluation aborts, nothing is a policy failure,
+    and the aborted episodes keep no descriptor open."""
+    kernel.evaluate(GOOD_CARTPOLE, FAST, 1, workers=workers)  # warm: descriptors of the runner
+    program = kernel.program(GOOD_CARTPOLE)
+    shutil.rmtree(program.path)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(EvaluationAborted, match="host fault in the policy runner"):
+        kernel.evaluate(program, FAST, 3, workers=workers)
+    kernel.runner.settle()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_failed_episodes_score_the_tasks_failure_value(kernel: Kernel) -> None:
     task = with_limits("pendulum", act_seconds=0.5)
     feedback = kernel.evaluate(policy_with_act("raise ValueError('no')"), task, 2)
