@@ -235,13 +235,9 @@ class PolicyProcess:
         kind, deadline, what = self._want
         box = self._box
         if box is not None and not self._on_pipe:
-            got = box.take()
-            if got is not None and got != mailbox.ON_PIPE:
-                got_kind, value = self._parse(got)
-                return self._answer(kind, got_kind, value)
-            if got is None and not look:
-                return PENDING
-            self._on_pipe = got is not None
+            answer = self._look_in_box(kind)
+            if answer is not PENDING or not (look or self._on_pipe):
+                return answer
         try:
             got_frame = self._reader.next()
             if got_frame is None:
@@ -266,16 +262,25 @@ class PolicyProcess:
             return self._accept(kind, got_frame[0], got_frame[1])
         self._drain_output()
         if box is not None and not self._on_pipe:
-            got = box.take()  # it may have come since the first look (its WAKE did)
-            if got is not None:
-                if got != mailbox.ON_PIPE:
-                    got_kind, value = self._parse(got)
-                    return self._answer(kind, got_kind, value)
-                self._on_pipe = True
-                return PENDING
+            answer = self._look_in_box(kind)  # it may have come since (its WAKE did)
+            if answer is not PENDING or self._on_pipe:
+                return answer
         if time.monotonic() >= min(deadline, self.episode_deadline):
             self._timed_out(what)
         return PENDING
+
+    def _look_in_box(self, kind: int) -> Any:
+        """The answer in the mailbox, or PENDING: nothing there, or the word that it
+        is on the pipe (then read there)."""
+        assert self._box is not None
+        got = self._box.take()
+        if got is None:
+            return PENDING
+        if got == mailbox.ON_PIPE:
+            self._on_pipe = True
+            return PENDING
+        got_kind, value = self._parse(got)
+        return self._answer(kind, got_kind, value)
 
     def excuse(self, seconds: float) -> None:
         """Move this episode's deadlines ``seconds`` later: time its host spent on others."""
