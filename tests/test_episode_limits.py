@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -97,10 +98,11 @@ def fill_report(output: EpisodeSummary | str) -> dict[str, list[str]]:
 
 
 def scratch_mounts(pid: int) -> list[str]:
-    """Mount points of scratch tmpfs mounts as the process ``pid`` sees them."""
+    """Mount points of the episodes' scratch tmpfs mounts as the process ``pid`` sees them
+    (below the scratch root, itself a tmpfs of directories only)."""
     with open(f"/proc/{pid}/mountinfo") as f:
         found = [line.split() for line in f if " - tmpfs " in line]
-    return [fields[4] for fields in found if "/evopolicy-scratch-" in fields[4]]
+    return [fields[4] for fields in found if re.search(r"/evopolicy-scratch-[^/]+/", fields[4])]
 
 
 @needs("disk")
