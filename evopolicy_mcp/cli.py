@@ -119,7 +119,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from evopolicy_mcp import mailbox
-    from evopolicy_mcp.evaluation import ThreadExecutor
+    from evopolicy_mcp.executor import ThreadExecutor
     from evopolicy_mcp.sandbox import Isolation, probe
 
     found = probe()

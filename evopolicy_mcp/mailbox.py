@@ -185,7 +185,7 @@ class Mailbox:
         """:meth:`take` until a message comes, at most ``tries`` looks.
 
         The GIL stays held: the interpreter hands it to a thread that asks for it
-        after its switch interval, which the executor lowers for spinning workers.
+        after its switch interval, which the executor lowers for a spinning host.
         Letting go of it here did not serve other threads better: ``time.sleep(0)``
         sleeps for the timer slack (60 us here) and the answer waits, and a release
         without a sleep is taken back before a waiting thread wakes."""

@@ -62,7 +62,12 @@ TIERS: dict[str, set[str]] = {
         "environments.crafter_scoring",
         "environments.crafter_world",
     },
-    "evaluation": {"evopolicy_mcp.evaluation", "evopolicy_mcp.feedback", "evopolicy_mcp.scoring"},
+    "evaluation": {
+        "evopolicy_mcp.evaluation",
+        "evopolicy_mcp.executor",
+        "evopolicy_mcp.feedback",
+        "evopolicy_mcp.scoring",
+    },
     "store": {"evopolicy_mcp.store", "evopolicy_mcp.records", "evopolicy_mcp.instances"},
     "host": {
         "evopolicy_mcp.host",
