@@ -212,30 +212,26 @@ def _multiplex(
     live: list[_Live] = []
     queued = iter(enumerate(jobs))
 
+    def start(slot: int) -> None:
+        """The next job, if any, takes ``slot``: run to its first wait."""
+        for position, job in queued:
+            entry = _Live(work(job, slot), position, slot)
+            live.append(entry)
+            resume(entry)
+            return
+
     def resume(entry: _Live, answer: Any = None, failure: Exception | None = None) -> None:
-        while True:
-            try:
-                episode = entry.episode
-                entry.proc = episode.send(answer) if failure is None else episode.throw(failure)
-                return
-            except StopIteration as stop:
-                live.remove(entry)
-                done(entry.position, stop.value)
-            for position, job in queued:  # the next job takes the slot
-                entry = _Live(work(job, entry.slot), position, entry.slot)
-                live.append(entry)
-                answer, failure = None, None
-                break
-            else:
-                return
+        try:
+            episode = entry.episode
+            entry.proc = episode.send(answer) if failure is None else episode.throw(failure)
+        except StopIteration as stop:
+            live.remove(entry)
+            done(entry.position, stop.value)
+            start(entry.slot)
 
     try:
         for slot in range(width):
-            for position, job in queued:
-                entry = _Live(work(job, slot), position, slot)
-                live.append(entry)
-                resume(entry)
-                break
+            start(slot)
         idle = 0
         looked = time.monotonic()
         nap = NAP_SECONDS
@@ -259,11 +255,13 @@ def _multiplex(
                 progressed = True
                 # The others waited on this thread meanwhile (stepping this episode, or
                 # a slow adapter, or a process that would not die): it is not theirs to
-                # pay. Their deadlines move by as much, as if each ran alone.
+                # pay. Their deadlines move by as much, as if each ran alone; an episode
+                # that started meanwhile (in this one's slot) did not wait.
                 busy = time.monotonic() - started
                 for other in live:
-                    if other is not entry and other.proc is not None:
-                        other.proc.excuse(busy)
+                    waited = other.proc
+                    if other is not entry and waited is not None and waited.started < started:
+                        waited.excuse(busy)
             if progressed:
                 idle, nap = 0, NAP_SECONDS
                 continue

@@ -56,6 +56,10 @@ class RunnerError(Exception):
     """The runner itself failed (template died, cannot fork): a host fault."""
 
 
+def _bad_frame(exc: frames.FrameError) -> PolicyFailure:
+    return PolicyFailure(Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}")
+
+
 class _Output:
     """Bounded capture of a policy's stdout+stderr: the head and the tail, and a byte count."""
 
@@ -157,7 +161,7 @@ class PolicyProcess:
         self.episode_deadline = self.started + episode_seconds  # later by excuse()
         # What receive() or poll() waits for: (frame kind, deadline, what for a timeout).
         self._want = (frames.READY, self.started + startup_seconds, "start-up")
-        self._on_pipe = False  # poll(): the mailbox said the next message is on the pipe
+        self._on_pipe = False  # the mailbox said the next message is on the pipe
 
     # -- protocol ------------------------------------------------------------
 
@@ -204,10 +208,9 @@ class PolicyProcess:
         if box is not None:
             # The usual hand-over: the ACTION comes in the mailbox while spinning.
             got = box.spin(self.spin * mailbox.CHECKS_PER_TRY)
-            if got is None:
+            if got is None or got == mailbox.ON_PIPE:
+                self._on_pipe = got is not None
                 return self._expect(frames.ACTION, deadline, "act()", spin=0)
-            if got == mailbox.ON_PIPE:
-                return self._expect(frames.ACTION, deadline, "act()", on_pipe=True)
             kind, value = self._parse(got)
             return self._answer(frames.ACTION, kind, value)
         data = b""
@@ -233,47 +236,28 @@ class PolicyProcess:
         Raises :class:`PolicyFailure` as :meth:`receive` does.
         """
         kind, deadline, what = self._want
-        box = self._box
-        if box is not None and not self._on_pipe:
-            answer = self._look_in_box(kind)
+        if self._box is not None and not self._on_pipe:
+            answer = self._from_box(kind, self._box.take())
             if answer is not PENDING or not (look or self._on_pipe):
                 return answer
-        try:
-            got_frame = self._reader.next()
-            if got_frame is None:
-                try:
-                    data = os.read(self._act_r, 1 << 16)
-                except BlockingIOError:
-                    data = None
-                if data == b"":
-                    self._died()
-                if data:
-                    got_frame = self._reader.take(data)
-            while got_frame is not None and box is not None and got_frame[0] == frames.WAKE:
-                got_frame = self._reader.next()
-        except frames.FrameError as exc:
-            raise PolicyFailure(
-                Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
-            ) from None
+        got_frame = self._pipe_frame()
+        if got_frame is None:
+            got_frame = self._pipe_frame(self._read_pipe())
         if got_frame is not None:
-            if box is not None:
-                box.took_from_pipe()
-                self._on_pipe = False
             return self._accept(kind, got_frame[0], got_frame[1])
         self._drain_output()
-        if box is not None and not self._on_pipe:
-            answer = self._look_in_box(kind)  # it may have come since (its WAKE did)
+        if self._box is not None and not self._on_pipe:
+            # It may have come since the first look (its WAKE did).
+            answer = self._from_box(kind, self._box.take())
             if answer is not PENDING or self._on_pipe:
                 return answer
         if time.monotonic() >= min(deadline, self.episode_deadline):
             self._timed_out(what)
         return PENDING
 
-    def _look_in_box(self, kind: int) -> Any:
-        """The answer in the mailbox, or PENDING: nothing there, or the word that it
-        is on the pipe (then read there)."""
-        assert self._box is not None
-        got = self._box.take()
+    def _from_box(self, kind: int, got: bytes | None) -> Any:
+        """The answer in a message from the mailbox, or PENDING: none came, or the
+        word that it waits on the pipe (which :attr:`_on_pipe` then says)."""
         if got is None:
             return PENDING
         if got == mailbox.ON_PIPE:
@@ -281,6 +265,32 @@ class PolicyProcess:
             return PENDING
         got_kind, value = self._parse(got)
         return self._answer(kind, got_kind, value)
+
+    def _read_pipe(self) -> bytes:
+        """What the action pipe holds now (b"" if nothing); its end is the process's."""
+        try:
+            data = os.read(self._act_r, 1 << 16)
+        except BlockingIOError:
+            return b""
+        if not data:
+            self._died()
+        return data
+
+    def _pipe_frame(self, data: bytes = b"") -> tuple[int, bytes] | None:
+        """The next whole frame from the pipe (``data`` just read, and what came before
+        it), None if none is whole yet. With the mailbox, a WAKE is skipped, and a frame
+        is the message the mailbox said waits on the pipe."""
+        box = self._box
+        try:
+            got = self._reader.take(data) if data else self._reader.next()
+            while got is not None and box is not None and got[0] == frames.WAKE:
+                got = self._reader.next()
+        except frames.FrameError as exc:
+            raise _bad_frame(exc) from None
+        if got is not None and box is not None:
+            box.took_from_pipe()
+            self._on_pipe = False
+        return got
 
     def excuse(self, seconds: float) -> None:
         """Move this episode's deadlines ``seconds`` later: time its host spent on others."""
@@ -363,34 +373,20 @@ class PolicyProcess:
         what: str,
         spin: int | None = None,
         data: bytes = b"",  # bytes read and not yet given to the frame reader
-        on_pipe: bool = False,  # the mailbox said the next message is on the pipe
     ) -> Any:
         deadline = min(deadline, self.episode_deadline)
         spin = self.spin if spin is None else spin
         box = self._box
         nap = mailbox.NAP_SECONDS
         while True:
-            if box is not None and not on_pipe:
-                got = box.spin(max(1, spin * mailbox.CHECKS_PER_TRY))
+            if box is not None and not self._on_pipe:
+                answer = self._from_box(kind, box.spin(max(1, spin * mailbox.CHECKS_PER_TRY)))
                 spin = 0  # spun once: from now on, one look at the mailbox per wake-up
-                if got == mailbox.ON_PIPE:
-                    on_pipe = True
-                elif got is not None:
-                    got_kind, value = self._parse(got)
-                    return self._answer(kind, got_kind, value)
-            try:
-                got_frame = self._reader.take(data) if data else self._reader.next()
-            except frames.FrameError as exc:
-                raise PolicyFailure(
-                    Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
-                ) from None
+                if answer is not PENDING:
+                    return answer
+            got_frame = self._pipe_frame(data)
             data = b""
             if got_frame is not None:
-                if box is not None:
-                    if got_frame[0] == frames.WAKE:
-                        continue
-                    box.took_from_pipe()
-                    on_pipe = False
                 return self._accept(kind, got_frame[0], got_frame[1])
             if spin and box is None:
                 spun = frames.spin_read(self._act_r, self._spin_poll, spin)
@@ -402,8 +398,13 @@ class PolicyProcess:
                     continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                if box is not None and not self._on_pipe:
+                    # It may have come since the look above (its WAKE may be what woke us).
+                    answer = self._from_box(kind, box.take())
+                    if answer is not PENDING:
+                        return answer
                 self._timed_out(what)
-            if box is not None and not on_pipe:
+            if box is not None and not self._on_pipe:
                 # Asleep, the policy's next message wakes us through the pipe; a wake-up
                 # lost to store/load reordering costs one nap, not a hang.
                 if not box.doze():
@@ -415,12 +416,7 @@ class PolicyProcess:
                 box.sleeping(False)
             for fd, _event in events:
                 if fd == self._act_r:
-                    try:
-                        data = os.read(fd, 1 << 16)
-                    except BlockingIOError:
-                        continue
-                    if not data:
-                        self._died()
+                    data = self._read_pipe()
                 else:
                     self._drain_output()
 
@@ -430,17 +426,13 @@ class PolicyProcess:
         try:
             return frames.read_frame(data, MAX_ACTION_FRAME)
         except frames.FrameError as exc:
-            raise PolicyFailure(
-                Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
-            ) from None
+            raise _bad_frame(exc) from None
 
     def _accept(self, expected: int, kind: int, payload: bytes) -> Any:
         try:
             value = frames.decode(payload)
         except frames.FrameError as exc:
-            raise PolicyFailure(
-                Failure.PROTOCOL_ERROR, f"bad frame from the policy: {exc}"
-            ) from None
+            raise _bad_frame(exc) from None
         return self._answer(expected, kind, value)
 
     @staticmethod
