@@ -1,3 +1,3 @@
-from evopolicy_mcp.cli import main
+from evopolicy_mcp.cli.main import main
 
 raise SystemExit(main())

@@ -4,10 +4,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from host_support import SEED, write_task
-from kernel_support import Kernel
 
-from evopolicy_mcp.host import Host
+from evopolicy_mcp.host.authority import Host
+from tests.support.host import SEED, write_task
+from tests.support.kernel import Kernel
+from tests.support.server import make_tasks_dir
 
 
 @pytest.fixture
@@ -25,8 +26,8 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
 
 @pytest.fixture
 def tasks_dir(tmp_path: Path) -> Path:
-    """A directory holding the small ``mini`` task (CartPole, tiny budget)."""
-    return write_task(tmp_path / "tasks")
+    """The small CartPole tasks: ``mini`` of the host tests and those of the server tests."""
+    return make_tasks_dir(write_task(tmp_path / "tasks"))
 
 
 @pytest.fixture

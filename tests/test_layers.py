@@ -1,149 +1,83 @@
-"""The import direction of DESIGN.md, read from the source with ``ast``: nothing imports upward.
+"""The layers of DESIGN.md, read from the source with ``ast``: nothing imports upward, no cycles.
 
 ::
 
-     surface       cli, server and the other MCP / operator entry points
-        |
-       host        runs, pools, budgets, admission, validation, views
-      /    \\
- evaluation  store
-   |    \\
- runner  plugins, leaves   (adapters and their helpers; tasks, seeds, snapshots)
-   |
- kernel            what runs inside the template and policy processes
-   |
-  abi              policy.py, a stdlib-only leaf
+     cli                      operator commands (``evopolicy-mcp ...``)
+      |      \\
+    server   agents           the MCP surface; agent CLIs run headless against a run
+       \\     /
+        host                  authority: runs, pools, budgets, admission, finalize
+       /    \\
+ evaluation  store            one program over a list of episodes; SQLite + files
+   |   |  \\
+ runner |  adapters  tasks    the host's side of policy processes; environment plugins
+   |    |    |
+ kernel |  environments       inside the template and policy processes
+   |    |
+  policy                      the ABI submitted code implements, stdlib only
 
-Every module must be given a tier below; a new module fails this test until
-it is placed. Imports inside functions and under ``TYPE_CHECKING`` count too:
-a lazy import is still a dependency.
+A module's layer is its subpackage (``evopolicy_mcp.kernel.frames`` is in
+``kernel``). Imports inside functions and under ``TYPE_CHECKING`` count too: a
+lazy import is still a dependency. The package's own ``__init__`` is the public
+face: it may import anything (lazily), and nothing of the package imports it.
 """
 
 from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("evopolicy_mcp", "environments")
+PACKAGE = "evopolicy_mcp"
 
-TIERS: dict[str, set[str]] = {
-    "abi": {"evopolicy_mcp.policy"},
-    "kernel": {
-        "evopolicy_mcp.frames",
-        "evopolicy_mcp.mailbox",
-        "evopolicy_mcp.scratch",
-        "evopolicy_mcp.confine",
-        "evopolicy_mcp.linux",
-        "evopolicy_mcp.cgroups",
-        "evopolicy_mcp.sandbox",
-        "evopolicy_mcp.child",
-        "evopolicy_mcp.zygote",
-    },
-    "runner": {"evopolicy_mcp.runner", "evopolicy_mcp.process"},
-    "leaves": {
-        "evopolicy_mcp.adapters",
-        "evopolicy_mcp.tasks",
-        "evopolicy_mcp.seeds",
-        "evopolicy_mcp.snapshot",
-    },
-    "plugins": {
-        "evopolicy_mcp.actions",
-        "evopolicy_mcp.spaces",
-        "evopolicy_mcp.conformance",
-        "environments",
-        "environments.gymnasium_adapter",
-        "environments.gymnasium_catalog",
-        "environments.crafter_adapter",
-        "environments.crafter_report",
-        "environments.crafter_scoring",
-        "environments.crafter_world",
-    },
-    "evaluation": {
-        "evopolicy_mcp.evaluation",
-        "evopolicy_mcp.executor",
-        "evopolicy_mcp.feedback",
-        "evopolicy_mcp.scoring",
-    },
-    "store": {"evopolicy_mcp.store", "evopolicy_mcp.records", "evopolicy_mcp.instances"},
-    "host": {
-        "evopolicy_mcp.host",
-        "evopolicy_mcp.admission",
-        "evopolicy_mcp.errors",
-        "evopolicy_mcp.guide",
-        "evopolicy_mcp.judge",
-        "evopolicy_mcp.public",
-        "evopolicy_mcp.reports",
-        "evopolicy_mcp.selection",
-        "evopolicy_mcp.selectors",
-        "evopolicy_mcp.views",
-        "evopolicy_mcp.workers",
-    },
-    "surface": {
-        "evopolicy_mcp",
-        "evopolicy_mcp.__main__",
-        "evopolicy_mcp.cli",
-        "evopolicy_mcp.operator",
-        "evopolicy_mcp.agent_config",
-        "evopolicy_mcp.bench",
-        "evopolicy_mcp.bench_mcp",
-        "evopolicy_mcp.server",
-        "evopolicy_mcp.bridge",
-        "evopolicy_mcp.http_auth",
-        "evopolicy_mcp.demo",
-        "evopolicy_mcp.options",
-        "evopolicy_mcp.agents",
-        "evopolicy_mcp.agents.base",
-        "evopolicy_mcp.agents.launch",
-        "evopolicy_mcp.agents.check",
-        "evopolicy_mcp.agents.command",
-        "evopolicy_mcp.agents.claude",
-        "evopolicy_mcp.agents.codex",
-        "evopolicy_mcp.agents.kimi",
-        "evopolicy_mcp.agents.qoder",
-        "evopolicy_mcp.agents.scripted",
-        "evopolicy_mcp.agents.procs",
-        "evopolicy_mcp.agents.policy_family",
-        "evopolicy_mcp.agents.scripted_agent",
-    },
-}
-
-# Which tiers each tier may import (its own included).
+# Which layers each layer may import (its own is always allowed).
 MAY_IMPORT: dict[str, set[str]] = {
-    "abi": set(),
-    "kernel": {"abi", "kernel"},
-    "runner": {"kernel", "runner"},
-    "leaves": set(),
-    "plugins": {"leaves", "plugins"},
-    "evaluation": {"abi", "kernel", "runner", "leaves", "plugins", "evaluation"},
-    "store": {"store"},
-    "host": {"abi", "kernel", "runner", "leaves", "plugins", "evaluation", "store", "host"},
-    "surface": set(TIERS),
+    "policy": set(),
+    "kernel": {"policy"},
+    "runner": {"kernel"},
+    "adapters": set(),
+    "environments": {"adapters"},
+    "tasks": set(),
+    "evaluation": {"policy", "kernel", "runner", "adapters", "tasks"},
+    "store": set(),
+    "host": {"policy", "kernel", "runner", "adapters", "tasks", "evaluation", "store"},
+    "server": {"kernel", "runner", "adapters", "tasks", "evaluation", "store", "host"},
+    "agents": {"kernel", "runner", "adapters", "tasks", "evaluation", "store", "host"},
+    "cli": {
+        "policy",
+        "kernel",
+        "runner",
+        "adapters",
+        "environments",
+        "tasks",
+        "evaluation",
+        "store",
+        "host",
+        "server",
+        "agents",
+        "__main__",
+    },
+    "__main__": {"cli"},
+    "face": set(),  # evopolicy_mcp/__init__.py: checked on its own below
 }
+LAYERS = set(MAY_IMPORT)
 
-# The MCP surface: the only modules that may import the MCP SDK.
+# The MCP SDK stays in the MCP surface and the MCP clients.
+MCP_LAYERS = {"server", "cli"}
 MCP_MODULES = {
-    "evopolicy_mcp.server",
-    "evopolicy_mcp.bridge",
-    "evopolicy_mcp.http_auth",
-    "evopolicy_mcp.demo",
-    "evopolicy_mcp.bench_mcp",
     "evopolicy_mcp.agents.scripted_agent",  # an MCP client, as an agent CLI is
     "evopolicy_mcp.agents.check",  # starts a configured server with the SDK client
 }
 # Simulators stay out of everything but the adapters (and the benchmark's raw loop), so
 # listing tasks or starting the server imports none.
-SIMULATOR_MODULES = {
-    "environments.gymnasium_adapter",
-    "environments.crafter_world",  # imported lazily by the crafter adapter
-    "evopolicy_mcp.spaces",  # describes gymnasium spaces for the adapter, imported lazily
-    "evopolicy_mcp.bench",
-}
+SIMULATOR_LAYERS = {"adapters", "environments"}
+SIMULATOR_MODULES = {"evopolicy_mcp.cli.bench"}
 SIMULATORS = {"gymnasium", "gym", "crafter", "mujoco", "ale_py"}
-# Third-party packages allowed below the evaluation; the template process loads these tiers.
+# Third-party packages allowed in the kernel and runner; the template process loads these.
 KERNEL_THIRD_PARTY = {"numpy"}
 
 
@@ -156,10 +90,16 @@ def module_name(path: Path) -> str:
 
 MODULES = {
     module_name(path): path
-    for package in PACKAGES
-    for path in sorted((ROOT / package).rglob("*.py"))
+    for path in sorted((ROOT / PACKAGE).rglob("*.py"))
+    if "builtin" not in path.relative_to(ROOT / PACKAGE).parts  # task baselines: programs
 }
-TIER_OF = {module: tier for tier, modules in TIERS.items() for module in modules}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "face"
+    return parts[1]
 
 
 def imports_of(module: str) -> set[str]:
@@ -183,36 +123,117 @@ def imports_of(module: str) -> set[str]:
     return found
 
 
-def internal(names: set[str]) -> set[str]:
-    return {n for n in names if n.split(".")[0] in PACKAGES}
+def internal(names: Iterable[str]) -> set[str]:
+    return {n for n in names if n.split(".")[0] == PACKAGE}
 
 
-def third_party(names: set[str]) -> set[str]:
+def third_party(names: Iterable[str]) -> set[str]:
     return {
         n.split(".")[0]
         for n in names
-        if n.split(".")[0] not in PACKAGES and n.split(".")[0] not in sys.stdlib_module_names
+        if n.split(".")[0] != PACKAGE and n.split(".")[0] not in sys.stdlib_module_names
     }
 
 
-def test_every_module_has_a_tier() -> None:
-    unplaced = sorted(set(MODULES) - set(TIER_OF))
-    assert not unplaced, f"place these modules in a tier of tests/test_layers.py: {unplaced}"
-    gone = sorted(set(TIER_OF) - set(MODULES))
-    assert not gone, f"these modules no longer exist; remove them from the tiers: {gone}"
+GRAPH = {m: {n for n in internal(imports_of(m)) if n in MODULES and n != m} for m in MODULES}
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_module_imports_upward(module: str) -> None:
-    tier = TIER_OF.get(module)
-    if tier is None:
-        pytest.skip("not placed in a tier (see test_every_module_has_a_tier)")
-    upward = sorted(
-        f"{name} ({TIER_OF.get(name, 'no tier')})"
-        for name in internal(imports_of(module))
-        if name in MODULES and TIER_OF.get(name) not in MAY_IMPORT[tier]
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_module_lives_in_a_known_layer() -> None:
+    unknown = sorted(m for m in MODULES if layer_of(m) not in LAYERS)
+    assert not unknown, f"give these modules' folder a row in MAY_IMPORT: {unknown}"
+
+
+def test_the_package_top_level_holds_only_the_face_the_abi_and_the_entry_point() -> None:
+    top = sorted(
+        m
+        for m in MODULES
+        if m.count(".") <= 1 and (ROOT / PACKAGE / f"{m.split('.')[-1]}.py").exists()
     )
-    assert not upward, f"{module} ({tier}) imports upward: {upward}"
+    assert top == ["evopolicy_mcp.__main__", "evopolicy_mcp.policy"], top
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) != "face"))
+def test_no_module_imports_upward(module: str) -> None:
+    layer = layer_of(module)
+    allowed = MAY_IMPORT[layer] | {layer}
+    upward = sorted(f"{n} ({layer_of(n)})" for n in GRAPH[module] if layer_of(n) not in allowed)
+    assert not upward, f"{module} ({layer}) imports upward: {upward}"
+
+
+def test_there_is_no_import_cycle_between_modules() -> None:
+    assert cycles(GRAPH) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    # The check above is only as good as this.
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_nothing_of_the_package_imports_its_public_face() -> None:
+    importers = sorted(m for m in MODULES if PACKAGE in GRAPH[m] and m != PACKAGE)
+    assert not importers, importers
+
+
+def test_the_public_face_names_only_what_it_can_import() -> None:
+    import evopolicy_mcp
+
+    for name in evopolicy_mcp.__all__:
+        assert getattr(evopolicy_mcp, name) is not None, name
+
+
+def test_every_layer_says_what_it_owns_and_what_it_may_import() -> None:
+    for layer in sorted(LAYERS - {"face", "policy", "__main__"}):
+        init = ROOT / PACKAGE / layer / "__init__.py"
+        tree = ast.parse(init.read_text())
+        doc = ast.get_docstring(tree) or ""
+        assert "May import" in doc, f"{init}: say what the layer may import"
+        names = [
+            n
+            for n in tree.body
+            if (
+                isinstance(n, ast.Assign)
+                and any(getattr(t, "id", "") == "__all__" for t in n.targets)
+            )
+            or (isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "__all__")
+        ]
+        assert names, f"{init}: a deliberate __all__"
 
 
 def test_the_policy_abi_imports_only_the_standard_library() -> None:
@@ -220,49 +241,29 @@ def test_the_policy_abi_imports_only_the_standard_library() -> None:
     assert not internal(names) and not third_party(names), names
 
 
-def test_the_kernel_and_the_runner_import_nothing_of_the_layers_above() -> None:
-    for module in sorted(TIERS["kernel"] | TIERS["runner"]):
-        names = imports_of(module)
-        above = sorted(
-            n for n in internal(names) if TIER_OF.get(n) not in {"abi", "kernel", "runner"}
-        )
-        assert not above, f"{module} imports {above}"
-        assert third_party(names) <= KERNEL_THIRD_PARTY, f"{module}: {third_party(names)}"
-
-
-def test_evaluation_imports_neither_host_nor_store_nor_surface() -> None:
-    for module in sorted(TIERS["evaluation"]):
-        tiers = {TIER_OF.get(n) for n in internal(imports_of(module))}
-        assert not tiers & {"host", "store", "surface"}, (module, tiers)
-
-
-def test_the_host_imports_neither_server_nor_mcp() -> None:
-    for module in sorted(TIERS["host"]):
-        names = imports_of(module)
-        assert "mcp" not in third_party(names), module
-        assert not {TIER_OF.get(n) for n in internal(names)} & {"surface"}, module
-
-
-def test_the_store_imports_nothing_of_host_or_surface() -> None:
-    for module in sorted(TIERS["store"]):
-        tiers = {TIER_OF.get(n) for n in internal(imports_of(module))}
-        assert tiers <= {"store"}, (module, tiers)
+def test_the_kernel_and_the_runner_import_no_third_party_package_but_numpy() -> None:
+    for module in sorted(m for m in MODULES if layer_of(m) in {"kernel", "runner"}):
+        assert third_party(imports_of(module)) <= KERNEL_THIRD_PARTY, module
 
 
 def test_only_the_mcp_surface_imports_mcp() -> None:
     importers = sorted(m for m in MODULES if "mcp" in third_party(imports_of(m)))
-    assert set(importers) <= MCP_MODULES, importers
-    assert "evopolicy_mcp.server" in importers, "the check sees the server's own imports"
+    strays = [m for m in importers if layer_of(m) not in MCP_LAYERS and m not in MCP_MODULES]
+    assert not strays, strays
+    assert "evopolicy_mcp.server.app" in importers, "the check sees the server's own imports"
 
 
 def test_simulators_are_imported_only_by_adapters() -> None:
     importers = sorted(m for m in MODULES if third_party(imports_of(m)) & SIMULATORS)
-    assert set(importers) <= SIMULATOR_MODULES, importers
-    assert "environments.gymnasium_adapter" in importers
+    strays = [
+        m for m in importers if layer_of(m) not in SIMULATOR_LAYERS and m not in SIMULATOR_MODULES
+    ]
+    assert not strays, strays
+    assert "evopolicy_mcp.environments.gymnasium_adapter" in importers
 
 
 def test_the_checker_resolves_relative_and_submodule_imports() -> None:
     # The rules above are only as good as this resolution.
-    assert "evopolicy_mcp.frames" in imports_of("evopolicy_mcp.child")  # from pkg import module
-    assert "evopolicy_mcp.records" in imports_of("evopolicy_mcp.store")  # from .records import
-    assert "evopolicy_mcp.host" in imports_of("evopolicy_mcp.server")
+    assert "evopolicy_mcp.kernel.frames" in imports_of("evopolicy_mcp.kernel.child")
+    assert "evopolicy_mcp.host.authority" in imports_of("evopolicy_mcp.server.app")
+    assert "evopolicy_mcp.agents.base" in imports_of("evopolicy_mcp.agents.claude")

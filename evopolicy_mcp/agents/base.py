@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from evopolicy_mcp.agent_config import SERVER_NAME, Launch
+from evopolicy_mcp.agents.config import SERVER_NAME, Launch
 
 __all__ = [
     "BASE_ENV",

@@ -17,12 +17,12 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import anyio
 
-from evopolicy_mcp import __version__
-from evopolicy_mcp.agent_config import SERVER_NAME, Launch, local_launch, render
+from evopolicy_mcp.agents.config import SERVER_NAME, Launch, local_launch, render
 
 from .base import Provider, allowed_env
 from .codex import overrides
@@ -116,7 +116,7 @@ def check_agent(
     env = allowed_env(provider)
     if provider.name == "scripted":
         executable: str | None = sys.executable
-        version: str | None = f"evopolicy-mcp {__version__}"
+        version: str | None = f"evopolicy-mcp {metadata.version('evopolicy-mcp')}"
     else:
         executable = shutil.which(provider.executable, path=env.get("PATH"))
         version = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from evopolicy_mcp.agent_config import render
+from evopolicy_mcp.agents.config import render
 
 from .base import AgentTask, Invocation
 

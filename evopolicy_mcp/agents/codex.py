@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from evopolicy_mcp.agent_config import STARTUP_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS, Launch
+from evopolicy_mcp.agents.config import STARTUP_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS, Launch
 
 from .base import SERVER_NAME, AgentTask, Invocation
 

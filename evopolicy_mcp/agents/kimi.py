@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from evopolicy_mcp.agent_config import render
+from evopolicy_mcp.agents.config import render
 
 from .base import AgentTask, Invocation, Unsupported
 

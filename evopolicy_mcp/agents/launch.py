@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evopolicy_mcp import guide
-from evopolicy_mcp.agent_config import local_launch
-from evopolicy_mcp.host import Host, HostError
-from evopolicy_mcp.sandbox import Isolation
-from evopolicy_mcp.selection import CandidateScore, fallback_candidates
-from evopolicy_mcp.store import PENDING, Store, StoreError
-from evopolicy_mcp.tasks import Task
+from evopolicy_mcp.agents.config import local_launch
+from evopolicy_mcp.host import guide
+from evopolicy_mcp.host.authority import Host, HostError
+from evopolicy_mcp.host.selection import CandidateScore, fallback_candidates
+from evopolicy_mcp.kernel.sandbox import Isolation
+from evopolicy_mcp.store.database import PENDING, Store, StoreError
+from evopolicy_mcp.tasks.model import Task
 
 from . import claude, codex, kimi, qoder, scripted
 from .base import AgentTask, Invocation, Provider, Unsupported, allowed_env

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from server_support import PD_FILES, write_task
 
-from evopolicy_mcp.cli import main
-from evopolicy_mcp.host import Host, HostError
-from evopolicy_mcp.server import build_server
+from evopolicy_mcp.cli.main import main
+from evopolicy_mcp.host.authority import Host, HostError
+from evopolicy_mcp.server.app import build_server
+from tests.support.server import PD_FILES, write_task
 
 TASK = "cartpole-mini"
 

@@ -10,7 +10,10 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from server_support import (
+
+from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.server.app import build_server
+from tests.support.server import (
     BASELINE_FILES,
     CRASHING_FILES,
     MINI,
@@ -22,9 +25,6 @@ from server_support import (
     submit,
     usage,
 )
-
-from evopolicy_mcp.host import Host
-from evopolicy_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -12,16 +12,16 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from server_support import (
+
+from evopolicy_mcp.evaluation import seeds
+from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.server.app import build_server
+from tests.support.server import (
     BASELINE_FILES,
     CRASHING_FILES,
     PD_FILES,
     error_text,
 )
-
-from evopolicy_mcp import seeds
-from evopolicy_mcp.host import Host
-from evopolicy_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
 

@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from server_support import MINI, PD_FILES, call, call_error, submit, usage
 
-from evopolicy_mcp.host import Host
-from evopolicy_mcp.server import build_server
+from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.server.app import build_server
+from tests.support.server import MINI, PD_FILES, call, call_error, submit, usage
 
 pytestmark = pytest.mark.anyio
 

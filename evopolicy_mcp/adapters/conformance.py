@@ -1,0 +1,374 @@
+"""The adapter conformance checker: what an adapter author runs on a new adapter.
+
+``check_adapter("my_env")`` loads the adapter through its entry point and
+checks the contract the host relies on::
+
+    >>> from evopolicy_mcp.adapters.conformance import check_adapter, render
+    >>> print(render(check_adapter("gymnasium", {"env_id": "CartPole-v1"})))  # doctest: +SKIP
+    PASS loads: ...
+
+Checks: the factory loads; ``spec()`` gives JSON-serialisable space dicts with
+a ``type``; the same seed and actions replay the same episode; observations,
+rewards and flags have allowed types; every example from
+:func:`evopolicy_mcp.adapters.spaces.invalid_actions` raises ``InvalidAction`` (and
+nothing else); array actions are accepted; ``metrics()`` returns floats under
+the declared names; the episode ends within ``max_steps``; ``close()`` is safe
+at any time and twice. That different seeds give different episodes is
+reported, not required (an environment may be deterministic).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evopolicy_mcp.adapters.protocol import (
+    Adapter,
+    AdapterError,
+    EnvSpec,
+    InvalidAction,
+    load_adapter,
+)
+from evopolicy_mcp.adapters.spaces import invalid_actions, observation_problem, sample_action
+
+__all__ = ["Check", "check_adapter", "check_loaded", "render"]
+
+HORIZON_CAP = 100_000  # longest max_steps the horizon check will walk
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+def render(checks: Sequence[Check]) -> str:
+    """One line per check, ``PASS``/``FAIL``, for a terminal."""
+    return "\n".join(
+        f"{'PASS' if c.ok else 'FAIL'} {c.name}" + (f": {c.detail}" if c.detail else "")
+        for c in checks
+    )
+
+
+def check_adapter(
+    name: str,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    seeds: Sequence[int] = (1, 2),
+    steps: int = 200,
+) -> list[Check]:
+    """Load adapter ``name`` through its entry point and check it.
+
+    ``parameters=None`` uses the adapter's ``example_parameters`` attribute
+    (or ``{}``). ``seeds`` are the episode seeds tried; ``steps`` caps each
+    replayed episode.
+    """
+    try:
+        adapter = load_adapter(name)
+    except AdapterError as exc:
+        return [Check("loads", False, str(exc))]
+    kind = type(adapter)
+    loaded = Check("loads", True, f"entry point {name!r} -> {kind.__module__}.{kind.__qualname__}")
+    return [loaded, *check_loaded(adapter, parameters, seeds=seeds, steps=steps)]
+
+
+def _fault(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class _Trajectory:
+    seed: int
+    records: list[tuple[Any, ...]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    metrics: Any = None
+
+
+def check_loaded(
+    adapter: Adapter,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    seeds: Sequence[int] = (1, 2),
+    steps: int = 200,
+) -> list[Check]:
+    """Check an adapter object (the part of :func:`check_adapter` after loading)."""
+    checks: list[Check] = []
+    if parameters is None:
+        parameters = dict(getattr(adapter, "example_parameters", None) or {})
+        checks.append(Check("parameters", True, f"using example_parameters {parameters}"))
+    try:
+        spec = adapter.spec(parameters)
+    except Exception as exc:
+        return [*checks, Check("spec", False, f"spec() raised {_fault(exc)}")]
+    problem = _spec_problem(spec)
+    checks.append(Check("spec", problem is None, problem or "spaces are JSON with a 'type'"))
+    if problem:
+        return checks
+
+    try:
+        runs = [(_rollout(adapter, parameters, spec, s, steps), s) for s in seeds for _ in (0, 1)]
+    except Exception as exc:
+        return [*checks, Check("episodes", False, f"an episode failed: {_fault(exc)}")]
+    pairs = [(runs[i][0], runs[i + 1][0]) for i in range(0, len(runs), 2)]
+    diverged = [f"seed {a.seed}: {d}" for a, b in pairs if (d := _difference(a, b))]
+    checks.append(
+        Check(
+            "deterministic_replay",
+            not diverged,
+            "; ".join(diverged) or f"seeds {list(seeds)} replay identically",
+        )
+    )
+    if len(pairs) > 1:
+        same = not _difference(pairs[0][0], pairs[1][0])
+        checks.append(
+            Check(
+                "seeds_differ",
+                True,
+                f"seeds {seeds[0]} and {seeds[1]} give "
+                + (
+                    "identical episodes (fine for a deterministic environment)"
+                    if same
+                    else "different episodes"
+                ),
+            )
+        )
+    problems = sorted({p for t, _ in runs for p in t.problems})
+    checks.append(Check("observation_and_step_types", not problems, "; ".join(problems[:5])))
+    checks.append(_check_metrics(spec, [t.metrics for t, _ in runs], adapter, parameters, seeds[0]))
+    checks.append(_check_invalid(adapter, parameters, spec, seeds[0]))
+    checks.append(_check_array_actions(adapter, parameters, spec, seeds[0]))
+    checks.append(_check_horizon(adapter, parameters, spec, seeds[0]))
+    checks.append(_check_close(adapter, parameters, seeds[0]))
+    return checks
+
+
+def _spec_problem(spec: Any) -> str | None:
+    if not isinstance(spec, EnvSpec):
+        return f"spec() returned {type(spec).__name__}, not adapters.EnvSpec"
+    for label in ("observation_space", "action_space"):
+        space = getattr(spec, label)
+        if not isinstance(space, dict) or not isinstance(space.get("type"), str):
+            return f"{label} must be a dict with a str 'type', got {space!r:.80}"
+    for label in ("observation_space", "action_space", "metadata", "metrics"):
+        try:
+            json.dumps(getattr(spec, label), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return f"{label} is not JSON-serialisable ({exc}); use null for unbounded"
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in spec.metrics.items()):
+        return "metrics must map metric names to their meanings (str -> str)"
+    if spec.max_steps is not None and (isinstance(spec.max_steps, bool) or spec.max_steps < 1):
+        return f"max_steps must be None or a positive int, got {spec.max_steps!r}"
+    try:
+        sample_action(spec.action_space, random.Random(0))
+    except Exception as exc:
+        return (
+            f"action_space cannot be sampled ({_fault(exc)}); build it with "
+            "evopolicy_mcp.adapters.spaces (discrete, box, tuple_of, dict_of, ...)"
+        )
+    return None
+
+
+def _episode(adapter: Adapter, parameters: Mapping[str, Any], seed: int) -> Any:
+    return adapter.make_episode(parameters, seed)
+
+
+def _rollout(
+    adapter: Adapter, parameters: Mapping[str, Any], spec: EnvSpec, seed: int, steps: int
+) -> _Trajectory:
+    """One episode with actions sampled from ``random.Random(seed)``."""
+    out = _Trajectory(seed)
+    rng = random.Random(seed)
+    episode = _episode(adapter, parameters, seed)
+    try:
+        obs = episode.reset()
+        out.records.append(("reset", obs))
+        _note(out.problems, observation_problem(obs, "reset() observation"))
+        for _ in range(steps):
+            action = sample_action(spec.action_space, rng)
+            step = episode.step(action)
+            out.records.append(
+                (action, step.observation, step.reward, step.terminated, step.truncated)
+            )
+            _note(out.problems, observation_problem(step.observation, "step() observation"))
+            _note(out.problems, _step_problem(step))
+            if step.terminated or step.truncated:
+                break
+        out.metrics = episode.metrics()
+    finally:
+        episode.close()
+    return out
+
+
+def _note(problems: list[str], problem: str | None) -> None:
+    if problem:
+        problems.append(problem)
+
+
+def _step_problem(step: Any) -> str | None:
+    reward = step.reward
+    if type(reward) not in (float, int) or not math.isfinite(reward):
+        return f"reward must be a finite Python float, got {reward!r} ({type(reward).__name__})"
+    for flag in ("terminated", "truncated"):
+        value = getattr(step, flag)
+        if type(value) is not bool:
+            return f"{flag} must be a Python bool, got {type(value).__name__}"
+    return None
+
+
+def _difference(a: _Trajectory, b: _Trajectory) -> str | None:
+    if len(a.records) != len(b.records):
+        return f"lengths differ ({len(a.records) - 1} vs {len(b.records) - 1} steps)"
+    for t, (ra, rb) in enumerate(zip(a.records, b.records, strict=True)):
+        if not _same(ra, rb):
+            return f"step {t} differs: {ra!r:.120} vs {rb!r:.120}"
+    if not _same(a.metrics, b.metrics):
+        return f"metrics differ: {a.metrics!r} vs {b.metrics!r}"
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+        )
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
+
+
+def _check_metrics(
+    spec: EnvSpec, seen: list[Any], adapter: Adapter, parameters: Mapping[str, Any], seed: int
+) -> Check:
+    try:  # a policy can fail before its first step; metrics() must still answer
+        seen = [
+            *seen,
+            _with_episode(adapter, parameters, seed, lambda e: (e.reset(), e.metrics())[1]),
+        ]
+    except Exception as exc:
+        return Check("metrics", False, f"metrics() right after reset() raised {_fault(exc)}")
+    declared = set(spec.metrics)
+    for metrics in seen:
+        if not isinstance(metrics, dict):
+            return Check("metrics", False, f"metrics() returned {type(metrics).__name__}, not dict")
+        if set(metrics) != declared:
+            return Check(
+                "metrics",
+                False,
+                f"metrics() names {sorted(metrics)} but spec declares {sorted(declared)}",
+            )
+        for key, value in metrics.items():
+            if type(value) not in (float, int):
+                return Check(
+                    "metrics",
+                    False,
+                    f"metric {key!r} is {type(value).__name__}; return a Python float",
+                )
+    return Check("metrics", True, f"names {sorted(declared)}")
+
+
+def _with_episode(
+    adapter: Adapter, parameters: Mapping[str, Any], seed: int, use: Callable[[Any], Any]
+) -> Any:
+    episode = _episode(adapter, parameters, seed)
+    try:
+        return use(episode)
+    finally:
+        episode.close()
+
+
+def _check_invalid(
+    adapter: Adapter, parameters: Mapping[str, Any], spec: EnvSpec, seed: int
+) -> Check:
+    wrong: list[str] = []
+    examples = invalid_actions(spec.action_space)
+    for bad in examples:
+
+        def attempt(episode: Any, action: Any = bad) -> None:
+            episode.reset()
+            episode.step(action)
+
+        try:
+            _with_episode(adapter, parameters, seed, attempt)
+        except InvalidAction:
+            continue
+        except Exception as exc:
+            wrong.append(f"{bad!r:.60} raised {_fault(exc)} instead of InvalidAction")
+        else:
+            wrong.append(f"{bad!r:.60} was accepted")
+    detail = "; ".join(wrong[:6]) or f"{len(examples)} invalid actions rejected"
+    return Check("invalid_actions", not wrong, detail)
+
+
+def _check_array_actions(
+    adapter: Adapter, parameters: Mapping[str, Any], spec: EnvSpec, seed: int
+) -> Check:
+    """Policies often return numpy arrays; the runner passes arrays on as they are."""
+    space = spec.action_space
+    if space["type"] not in ("box", "multi_discrete", "multi_binary"):
+        return Check("array_actions", True, f"not applicable to a {space['type']} action space")
+    action = sample_action(space, random.Random(seed))
+    dtype = space.get("dtype", "int64")
+    array = np.asarray(action, dtype=dtype)
+    try:
+        _with_episode(adapter, parameters, seed, lambda e: (e.reset(), e.step(array)))
+    except Exception as exc:
+        return Check("array_actions", False, f"numpy array {array!r} raised {_fault(exc)}")
+    return Check("array_actions", True, f"numpy {dtype} arrays accepted")
+
+
+def _check_horizon(
+    adapter: Adapter, parameters: Mapping[str, Any], spec: EnvSpec, seed: int
+) -> Check:
+    if spec.max_steps is None:
+        return Check("horizon", True, "no max_steps: only limits.episode_seconds bounds an episode")
+    if spec.max_steps > HORIZON_CAP:
+        return Check("horizon", True, f"max_steps {spec.max_steps} too long to walk; skipped")
+    rng = random.Random(seed)
+    limit = spec.max_steps
+
+    def walk(episode: Any) -> int:
+        episode.reset()
+        for t in range(1, limit + 1):
+            step = episode.step(sample_action(spec.action_space, rng))
+            if step.terminated or step.truncated:
+                return t
+        return limit + 1
+
+    try:
+        ended = _with_episode(adapter, parameters, seed, walk)
+    except Exception as exc:
+        return Check("horizon", False, f"a long episode failed: {_fault(exc)}")
+    if ended > spec.max_steps:
+        return Check("horizon", False, f"still running after max_steps = {spec.max_steps} steps")
+    return Check("horizon", True, f"ended after {ended} steps (max_steps {spec.max_steps})")
+
+
+def _check_close(adapter: Adapter, parameters: Mapping[str, Any], seed: int) -> Check:
+    try:
+        fresh = _episode(adapter, parameters, seed)
+        fresh.close()  # never reset: a policy can fail to start
+        fresh.close()
+        used = _episode(adapter, parameters, seed)
+        used.reset()
+        used.close()
+        used.close()
+    except Exception as exc:
+        return Check("close", False, f"close() raised {_fault(exc)}")
+    return Check("close", True, "safe before reset and twice")

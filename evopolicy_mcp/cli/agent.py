@@ -1,0 +1,151 @@
+"""``evopolicy-mcp agent run`` and ``evopolicy-mcp agent check``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from evopolicy_mcp.agents.launch import (
+    PROVIDERS,
+    REASONS,
+    AgentError,
+    AgentOptions,
+    AgentOutcome,
+    run_agent,
+)
+from evopolicy_mcp.cli.options import positive_int
+from evopolicy_mcp.store.database import StoreError, default_data_dir
+
+__all__ = ["add_agent_arguments", "cmd_agent"]
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"want a number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"want a positive number of seconds, got {text!r}")
+    return value
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="agent_command", required=True, metavar="{run,check}")
+    names = tuple(PROVIDERS)
+
+    run = sub.add_parser(
+        "run",
+        help="run an agent CLI headless on a new run of a task, then judge the run",
+        description="Create a run and a workspace, launch the agent CLI against a server "
+        "bound to the run, stop it when it finalizes or the time is up, then run "
+        "validation and assessment. Terminal reasons: "
+        + "; ".join(f"{k}: {v}" for k, v in REASONS.items()),
+    )
+    run.add_argument("--agent", required=True, choices=names)
+    run.add_argument("--task", required=True, help="task id (see `evopolicy-mcp tasks`)")
+    run.add_argument("--model", help="model name passed to the CLI")
+    run.add_argument("--effort", help="reasoning effort passed to the CLI (Claude, Codex, Qoder)")
+    run.add_argument(
+        "--timeout", type=_seconds, default=3600.0, help="wall-clock limit of the agent (s)"
+    )
+    run.add_argument(
+        "--grace",
+        type=_seconds,
+        default=10.0,
+        help="seconds the agent may keep running after it finalized (default 10)",
+    )
+    run.add_argument(
+        "--workspace",
+        type=Path,
+        help="new or empty directory for the agent (default: beside the data directory)",
+    )
+    run.add_argument("--run", help="name of the new run (default: TASK-AGENT-TIME-XXXX)")
+    run.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also pass this variable of yours to the agent (repeatable; NAME* for a prefix)",
+    )
+    run.add_argument("--seed", type=int, default=None, help="seed the run's hidden episodes")
+    run.add_argument("--workers", type=positive_int, default=None)
+    run.add_argument("--isolation", choices=("default", "strict"), default="default")
+    run.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    _common(run)
+
+    check = sub.add_parser(
+        "check", help="is the CLI installed, its version, can it reach the server"
+    )
+    check.add_argument("--agent", required=True, choices=names)
+    check.add_argument("--json", action="store_true")
+    _common(check, data=False)
+
+
+def _common(p: argparse.ArgumentParser, *, data: bool = True) -> None:
+    if data:
+        p.add_argument("--data-dir", type=Path, help="records directory (default: per user)")
+    p.add_argument("--tasks-dir", action="append", type=Path, default=[], metavar="DIR")
+
+
+def _print_outcome(o: AgentOutcome) -> None:
+    print(f"run {o.run_id}: {o.reason} ({REASONS[o.reason]}) after {o.seconds:.1f} s")
+    if o.message:
+        print(f"  {o.message}")
+    print(f"  workspace: {o.workspace}")
+    if o.candidates:
+        note = " (fallback: the agent did not finalize)" if o.fallback else ""
+        print(f"  candidates: {', '.join(o.candidates)}{note}")
+    if o.selected:
+        print(f"  selected: {o.selected}  validation: {o.validation_score}  test: {o.test_score}")
+    print(f"  run state: {o.run_state}; details: evopolicy-mcp report {o.run_id}")
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    if args.agent_command == "check":
+        from .check import check_agent
+
+        report = check_agent(PROVIDERS[args.agent], tasks_dirs=tuple(args.tasks_dir))
+        if args.json:
+            print(json.dumps({**report.__dict__, "ok": report.ok}, indent=2))
+        else:
+            where = report.executable or "not installed"
+            print(f"{report.agent}: {where}" + (f" ({report.version})" if report.version else ""))
+            print(f"  server: {report.server}" + (f" via {report.how}" if report.how else ""))
+            if report.detail:
+                print(f"  {report.detail}")
+            if report.warning:
+                print(f"  warning: {report.warning}")
+        return 0 if report.ok else 1
+    opts = AgentOptions(
+        agent=args.agent,
+        task=args.task,
+        data_dir=args.data_dir or default_data_dir(),
+        tasks_dirs=tuple(args.tasks_dir),
+        workspace=args.workspace,
+        run=args.run,
+        model=args.model,
+        effort=args.effort,
+        timeout=args.timeout,
+        grace=args.grace,
+        seed=args.seed,
+        isolation=args.isolation,
+        pass_env=tuple(args.pass_env),
+        workers=args.workers,
+    )
+    try:
+        outcome = run_agent(opts)
+    except AgentError as exc:
+        print(f"evopolicy-mcp agent run: {exc}", file=sys.stderr)
+        return 2
+    except (StoreError, OSError) as exc:  # the records cannot be read or written
+        print(f"evopolicy-mcp agent run: error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(outcome.as_dict(), indent=2))
+    else:
+        _print_outcome(outcome)
+    if outcome.reason == "interrupted":
+        return 130
+    return 0 if outcome.reason == "finalized" and outcome.run_state == "finalized" else 1

@@ -1,0 +1,351 @@
+"""The ``evopolicy-mcp`` command: operator and developer entry points.
+
+Each subcommand translates arguments and prints; the rules live below. Bad
+input exits non-zero with a one-line reason on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from evopolicy_mcp.cli.options import WORKERS_HELP, positive_int
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """Bad input from the command line: printed as one line, exit code 2."""
+
+
+def _tasks(args: argparse.Namespace) -> dict[str, Any]:
+    from evopolicy_mcp.tasks.model import load_tasks
+
+    return load_tasks(args.tasks_dir or ())
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    tasks = _tasks(args)
+    if args.json:
+        rows = [
+            {
+                "id": t.id,
+                "title": t.title,
+                "summary": t.summary,
+                "adapter": t.adapter,
+                "budget": t.budget.model_dump(),
+            }
+            for t in tasks.values()
+        ]
+        print(json.dumps(rows, indent=2))
+        return 0
+    width = max((len(t) for t in tasks), default=4)
+    print(f"{'id':<{width}}  {'episodes':>8}  {'subs':>4}  summary")
+    for t in tasks.values():
+        print(f"{t.id:<{width}}  {t.budget.episodes:>8}  {t.budget.submissions:>4}  {t.summary}")
+    return 0
+
+
+def _parse_episodes(text: str | None, default: int) -> list[int]:
+    if text is None:
+        return list(range(default))
+    try:
+        count = int(text)
+    except ValueError:
+        raise UsageError(f"--episodes wants a number of episodes, got {text!r}") from None
+    if count < 1:
+        raise UsageError("--episodes must be at least 1")
+    return list(range(count))
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from evopolicy_mcp.evaluation import seeds
+    from evopolicy_mcp.evaluation.episodes import evaluate, jobs_for
+    from evopolicy_mcp.evaluation.snapshot import capture
+    from evopolicy_mcp.kernel.sandbox import Isolation
+    from evopolicy_mcp.runner.template import Runner
+    from evopolicy_mcp.tasks.model import task_dirs
+
+    tasks = _tasks(args)
+    if args.task not in tasks:
+        raise UsageError(f"unknown task {args.task!r}; run `evopolicy-mcp tasks` to list them")
+    task = tasks[args.task]
+    source = Path(args.policy_dir) if args.policy_dir else task.baseline_dir
+    if not source.is_dir():
+        raise UsageError(f"{source} is not a directory; give a program directory with policy.py")
+    if not (source / "policy.py").is_file():
+        raise UsageError(
+            f"{source} has no policy.py; a program is a directory with policy.py at its top"
+        )
+    default_count = {
+        "train": 10,
+        "validation": task.validation.episodes,
+        "test": task.assessment.episodes,
+    }
+    indices = _parse_episodes(args.episodes, default_count[args.split])
+    isolation = Isolation(
+        strict=args.isolation == "strict",
+        hidden=tuple(map(str, task_dirs(args.tasks_dir or (), builtin=False))),
+    )
+    runner = Runner(isolation=isolation)
+    try:
+        with tempfile.TemporaryDirectory(prefix="evopolicy-eval-") as store:
+            program = capture(source, Path(store))
+            jobs = jobs_for(task, args.split, indices, seeds.secret_from_seed(args.seed))
+            feedback = evaluate(
+                program, task, jobs, runner=runner, workers=args.workers, traces=args.json
+            )
+    finally:
+        runner.close()
+    if args.json:
+        print(feedback.model_dump_json(indent=2))
+        return 0
+    print(f"{task.id}: {feedback.summary_line()}  [{feedback.seconds:.2f} s]")
+    for e in feedback.episodes:
+        extra = f"  {e.failure.value}: {e.message}" if e.failure else ""
+        print(
+            f"  episode {e.index:>4}  {e.status:<6}  return {e.episode_return:>10.4g}  steps {e.steps:>6}{extra}"
+        )
+        if e.traceback:
+            print("    " + e.traceback.replace("\n", "\n    "))
+    for name, value in feedback.metrics.items():
+        print(f"  {name}: {value:.4g}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from evopolicy_mcp.evaluation.executor import ThreadExecutor
+    from evopolicy_mcp.kernel import mailbox
+    from evopolicy_mcp.kernel.sandbox import Isolation, probe
+
+    found = probe()
+    print(found.text())
+    pool = ThreadExecutor()
+    place = pool.placement(0)
+    if place.spin:
+        how = (
+            "the host on one CPU, policy processes on the others, both spinning "
+            + ("(taking turns where they share a CPU) " if place.shared else "")
+            + (
+                "through a shared-memory mailbox"
+                if mailbox.supported()
+                else "on their pipes (the mailbox is x86-64 only)"
+            )
+        )
+    else:
+        how = "the host and policy processes share a CPU and sleep between hand-overs"
+    cpus = len(pool.cpus)
+    print(
+        f"   info  hand-over   {cpus} CPU{'s' if cpus != 1 else ''}, {pool.workers} episode"
+        f"{'s' if pool.workers != 1 else ''} at once by default: {how}"
+    )
+    missing = found.missing(Isolation())
+    if missing:
+        print(
+            f"{len(missing)} layer(s) missing: `--isolation strict` would refuse to run policies."
+        )
+        return 1
+    print("every isolation layer is available.")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.mcp:
+        from evopolicy_mcp.cli.bench_mcp import print_mcp_bench, run_mcp_bench
+
+        figures = run_mcp_bench()
+        show = print_mcp_bench
+    else:
+        from evopolicy_mcp.cli.bench import print_bench, run_bench
+
+        figures = run_bench(args.episodes, args.workers, args.rounds)
+        show = print_bench
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        show(figures)
+    return 0
+
+
+def cmd_check_adapter(args: argparse.Namespace) -> int:
+    from evopolicy_mcp.adapters.conformance import check_adapter
+
+    try:
+        parameters = json.loads(args.parameters) if args.parameters else None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--parameters is not JSON: {exc}") from None
+    checks = check_adapter(args.name, parameters)
+    for check in checks:
+        mark = "ok  " if check.ok else "FAIL"
+        print(f"{mark} {check.name}: {check.detail}")
+    failed = [c for c in checks if not c.ok]
+    print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        return int(getattr(importlib.import_module(module), function)(args) or 0)
+
+    return run
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evopolicy-mcp",
+        description="Evolve executable policies through MCP, scored on hidden episodes.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(
+        name: str, handler: Callable[[argparse.Namespace], int], help_: str
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.set_defaults(handler=handler)
+        return p
+
+    def tasks_dir(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--tasks-dir",
+            action="append",
+            metavar="DIR",
+            help="extra directory of task files (repeatable; also EVOPOLICY_TASKS)",
+        )
+
+    p = add("tasks", cmd_tasks, "list the tasks")
+    tasks_dir(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add("evaluate", cmd_evaluate, "evaluate a program on a task's episodes")
+    p.add_argument("policy_dir", nargs="?", help="program directory (default: the task's baseline)")
+    p.add_argument("--task", required=True, help="task id (see `evopolicy-mcp tasks`)")
+    p.add_argument("--split", choices=["train", "validation", "test"], default="train")
+    p.add_argument(
+        "--episodes", help="number of episodes (default: 10 for train, the task's size otherwise)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="public seed the episode seeds derive from")
+    p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
+    p.add_argument("--json", action="store_true", help="print the feedback as one JSON document")
+    p.add_argument(
+        "--isolation",
+        choices=("default", "strict"),
+        default="default",
+        help="strict: refuse to run if any sandbox layer is missing (see `doctor`)",
+    )
+    tasks_dir(p)
+
+    add("doctor", cmd_doctor, "show which sandbox layers policy processes get on this machine")
+
+    p = add("check-adapter", cmd_check_adapter, "run the adapter conformance checks")
+    p.add_argument("name", help="adapter name (entry point in group evopolicy_mcp.environments)")
+    p.add_argument(
+        "--parameters", help="adapter parameters as JSON (default: the adapter's example)"
+    )
+
+    p = add(
+        "bench",
+        cmd_bench,
+        "measure harness speed against raw Gymnasium",
+    )
+    p.add_argument("--episodes", type=positive_int, default=100)
+    p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
+    p.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=5,
+        help="split the episodes into this many rounds of every measurement (medians)",
+    )
+    p.add_argument("--mcp", action="store_true", help="measure the MCP layer over stdio instead")
+    p.add_argument("--json", action="store_true")
+
+    _add_host_commands(add, tasks_dir, command)
+    return parser
+
+
+def _add_host_commands(
+    add: Any, tasks_dir: Callable[[argparse.ArgumentParser], None], command: str | None
+) -> None:
+    """Subcommands backed by the host and the MCP server. Their argument definitions live
+    beside them in modules that import the MCP SDK (most of a second), so those are
+    imported only when that subcommand is the one being run."""
+    for name, module, function, adder, help_ in (
+        (
+            "serve",
+            "cli.serve",
+            "cmd_serve",
+            "add_serve_arguments",
+            "run the MCP server (stdio by default)",
+        ),
+        (
+            "demo",
+            "cli.demo",
+            "cmd_demo",
+            "add_demo_arguments",
+            "play a full scripted run on cartpole over MCP",
+        ),
+        (
+            "agent-config",
+            "agents.config",
+            "cmd_agent_config",
+            "add_agent_config_arguments",
+            "print an agent CLI's MCP config with this machine's paths",
+        ),
+        (
+            "agent",
+            "cli.agent",
+            "cmd_agent",
+            "add_agent_arguments",
+            "run an agent CLI (Claude Code, Codex, Kimi Code, Qoder) headless on a task",
+        ),
+    ):
+        p = add(name, _lazy(f"evopolicy_mcp.{module}", function), help_)
+        if command == name:
+            import importlib
+
+            getattr(importlib.import_module(f"evopolicy_mcp.{module}"), adder)(p)
+    data_help = "data directory (default: EVOPOLICY_DATA_DIR or a per-user dir)"
+    p = add(
+        "runs",
+        _lazy("evopolicy_mcp.cli.operator", "cmd_runs"),
+        "table of runs in the data directory",
+    )
+    p.add_argument("--data-dir", help=data_help)
+    p.add_argument("--json", action="store_true")
+    p = add(
+        "report",
+        _lazy("evopolicy_mcp.cli.operator", "cmd_report"),
+        "everything the host knows about a run",
+    )
+    p.add_argument("run_id")
+    p.add_argument("--data-dir", help=data_help)
+    p.add_argument("--json", action="store_true")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
+    from evopolicy_mcp.adapters.protocol import AdapterError
+    from evopolicy_mcp.evaluation.episodes import EvaluationAborted
+    from evopolicy_mcp.evaluation.snapshot import ProgramError
+    from evopolicy_mcp.tasks.model import TaskError
+
+    try:
+        return int(args.handler(args))
+    except (UsageError, TaskError, ProgramError, AdapterError, EvaluationAborted) as exc:
+        print(f"evopolicy-mcp {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

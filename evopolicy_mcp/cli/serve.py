@@ -1,0 +1,134 @@
+"""``evopolicy-mcp serve``: the MCP server over stdio or streamable HTTP, from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+
+from evopolicy_mcp.cli.options import WORKERS_HELP, positive_int
+from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.kernel.sandbox import Isolation
+from evopolicy_mcp.server.app import build_server
+from evopolicy_mcp.store.database import default_data_dir
+
+__all__ = ["add_serve_arguments", "cmd_serve", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``evopolicy-mcp serve``."""
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where run records live (default: $EVOPOLICY_DATA_DIR or ~/.local/share/evopolicy-mcp)",
+    )
+    parser.add_argument(
+        "--tasks-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra directory of task files (repeatable; also $EVOPOLICY_TASKS)",
+    )
+    parser.add_argument("--task", help="with --run: bind this server to one run of this task")
+    parser.add_argument("--run", help="with --task: the name of the bound run")
+    parser.add_argument("--max-runs", type=int, default=None, help="most runs agents may start")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="fixed seed for reproducible benchmark runs"
+    )
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="HTTP bearer token (default: $EVOPOLICY_TOKEN; generated when --host is not loopback)",
+    )
+    parser.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
+    parser.add_argument(
+        "--isolation",
+        choices=("default", "strict"),
+        default="default",
+        help="strict: refuse to run policies if any sandbox layer is missing (see `doctor`)",
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    return serve(args)
+
+
+def _log_to_stderr() -> None:
+    # Before MCPServer configures logging, so ours wins; stdout is the stdio wire.
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+
+
+def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
+    data_dir = (args.data_dir or default_data_dir()).expanduser().resolve()
+    bind = (args.task, args.run) if args.task is not None else None
+
+    from evopolicy_mcp.server.http_auth import is_loopback
+
+    def make() -> Host:
+        return Host(
+            data_dir,
+            tasks_dirs=tuple(args.tasks_dir),
+            workers=args.workers,
+            seed=args.seed,
+            bind=bind,
+            max_runs=args.max_runs,
+            isolation=Isolation(strict=args.isolation == "strict"),
+            # Over HTTP beyond loopback the client is elsewhere: its paths mean nothing here.
+            allow_program_dir=args.transport == "stdio" or is_loopback(args.host),
+        )
+
+    return make
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the MCP server until the client disconnects (stdio) or it is interrupted."""
+    from evopolicy_mcp.server.http_auth import resolve_token, serve_http
+
+    _log_to_stderr()
+    if (args.task is None) != (args.run is None):
+        print("evopolicy-mcp serve: --task and --run go together", file=sys.stderr)
+        return 2
+    factory = _host_factory(args)
+    try:
+        if args.transport == "stdio":
+            # The host starts once the transport has moved fd 1 off the wire, so policy
+            # processes it forks cannot inherit the protocol stream.
+            anyio.run(build_server(factory).run_stdio_async)
+            return 0
+        token, generated = resolve_token(args.host, args.token or os.environ.get("EVOPOLICY_TOKEN"))
+        with factory() as host:
+            if generated:
+                print(f"evopolicy-mcp: bearer token for this server: {token}", file=sys.stderr)
+            where = f"http://{args.host}:{args.port}/mcp"
+            auth = "needs 'Authorization: Bearer <token>'" if token else "loopback only, no token"
+            print(f"evopolicy-mcp: serving MCP at {where} ({auth})", file=sys.stderr, flush=True)
+            return 0 if serve_http(build_server(host), args.host, args.port, token) else 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a start-up failure (bad data dir, bad task file) is one line
+        leaf = _leaf(exc)
+        log.debug("server stopped", exc_info=exc)
+        print(f"evopolicy-mcp serve: error: {leaf}", file=sys.stderr)
+        return 1

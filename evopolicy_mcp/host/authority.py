@@ -1,0 +1,546 @@
+"""The host: the authority over runs, pools, budgets, admission, finalize, validation,
+assessment and seeds, and the line between public and private. No MCP in here.
+
+Invariants enforced here (the budget arithmetic itself is in the store):
+
+- A rejected call and a program that fails to capture cost nothing: every
+  check that can fail runs before the one transaction that charges.
+- Host faults never become policy penalties: an evaluation the host could not
+  finish (:class:`~evopolicy_mcp.evaluation.episodes.EvaluationAborted`, or any other
+  host error) refunds the submission.
+- Nothing private crosses into a view or a :class:`HostError` message: no
+  seed, no secret, no host path, no validation or assessment result. The
+  agent addresses episodes only by pool index.
+- Validation gives every candidate the same hidden episodes; assessment uses
+  its own seed domain and never changes the selection.
+- A restart resumes: a submission that was pending is evaluated again (it was
+  charged once and stays charged once); an interrupted finalize completes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from evopolicy_mcp.adapters.protocol import EnvSpec, load_adapter
+from evopolicy_mcp.evaluation import seeds
+from evopolicy_mcp.host.admission import (
+    candidate_rejection,
+    capture_program,
+    check_budget,
+    check_candidates,
+    check_open,
+    rejection,
+)
+from evopolicy_mcp.host.errors import ERROR_CODES, HostError
+from evopolicy_mcp.host.judge import judge
+from evopolicy_mcp.host.public import (
+    FINALIZE_MESSAGE,
+    remaining,
+    run_info,
+    run_state,
+    run_status,
+    submission_status,
+    submission_view,
+    task_info,
+    task_spec,
+)
+from evopolicy_mcp.host.reports import build_report, build_rows, reproducibility
+from evopolicy_mcp.host.selectors import SelectorError, parse_selector
+from evopolicy_mcp.host.views import (
+    FinalizeAck,
+    Remaining,
+    RunInfo,
+    RunReport,
+    RunRow,
+    RunStatus,
+    SubmissionView,
+    TaskInfo,
+    TaskSpec,
+)
+from evopolicy_mcp.host.workers import Workers
+from evopolicy_mcp.kernel.sandbox import Isolation
+from evopolicy_mcp.runner.template import Runner
+from evopolicy_mcp.store.database import PENDING, Rejected, Store
+from evopolicy_mcp.store.records import RunRecord, SubmissionRecord
+from evopolicy_mcp.tasks.model import Task, load_tasks, task_dirs
+
+__all__ = ["ERROR_CODES", "Host", "HostError", "RUN_NAME"]
+
+log = logging.getLogger(__name__)
+
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_FINALIZE_ATTEMPTS = 3
+_POLL_SECONDS = 0.5  # waits re-read the records this often (another process may write them)
+
+
+class Host:
+    """The authority over the runs in one data directory. Thread-safe.
+
+    ::
+
+        host = Host(data_dir, tasks_dirs=["my_tasks"])
+        run = host.start_run("cartpole")
+        sub = host.submit(run.run_id, "0:4", files={"policy.py": source})
+        view = host.wait(run.run_id, sub, timeout=45)   # SubmissionView
+        host.finalize(run.run_id, [sub])                # FinalizeAck; judging runs in background
+        host.close()
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        tasks_dirs: Sequence[str | Path] = (),
+        runner: Runner | None = None,
+        workers: int | None = None,
+        seed: int | None = None,
+        bind: tuple[str, str] | None = None,
+        max_runs: int | None = None,
+        concurrency: int = 2,
+        close_timeout: float = 10.0,
+        isolation: Isolation | None = None,
+        allow_program_dir: bool = True,
+        resume: bool | str = True,
+    ) -> None:
+        self.tasks: dict[str, Task] = load_tasks(tasks_dirs)
+        if runner is None:
+            # Policy processes must not read the records or the operator's task files.
+            hidden = (str(data_dir), *(str(d) for d in task_dirs(tasks_dirs, builtin=False)))
+            base = isolation or Isolation()
+            runner = Runner(isolation=replace(base, hidden=(*base.hidden, *hidden)))
+            self._own_runner: Runner | None = runner
+        else:
+            self._own_runner = None
+        self.runner = runner
+        # A remote client must not make the server read (and describe) its own folders.
+        self.allow_program_dir = allow_program_dir
+        self.workers = workers
+        self.seed = seed
+        self.bind = bind
+        self.max_runs = max_runs
+        self.close_timeout = close_timeout
+        self.store = Store(Path(data_dir))
+        self.data_dir = self.store.data_dir
+        self._specs: dict[str, EnvSpec] = {}
+        self._run_tasks: dict[str, Task] = {}
+        self._start_lock = threading.Lock()
+        self._runs_started = 0  # counted from the records below, so a restart cannot reset it
+        self._closed = False
+        self._work: Workers | None = None
+        try:
+            self._check_bind()
+            self.store.acquire_instance()
+            self._work = Workers(
+                self.store,
+                self._run_task,
+                runner=runner,
+                workers=workers,
+                concurrency=concurrency,
+            )
+            self._runs_started = len(self.store.list_runs())
+            # Work of dead hosts: all of it, none (a host made for one step), or one run's.
+            subs: list[SubmissionRecord] = []
+            runs: list[RunRecord] = []
+            if resume is not False:
+                subs, runs = self.store.claim_orphans(None if resume is True else resume)
+        except BaseException:
+            self.close()
+            raise
+        for sub in subs:
+            self._work.schedule(sub, None)
+        for run in runs:
+            self._start_finalize(run.id)
+
+    def _stopping(self) -> bool:
+        return self._closed or self._work is None or self._work.closing
+
+    @property
+    def work(self) -> Workers:
+        if self._work is None or self._closed:
+            raise RuntimeError("the host is closed")
+        return self._work
+
+    # ------------------------------------------------------------ tasks
+
+    def list_tasks(self) -> list[TaskInfo]:
+        tasks = list(self.tasks.values())
+        if self.bind is not None:
+            tasks = [t for t in tasks if t.id == self.bind[0]]
+        return [task_info(t) for t in tasks]
+
+    def describe_task(self, task_id: str) -> TaskSpec:
+        task = self._task(task_id)
+        return task_spec(task, self._spec(task))
+
+    def _task(self, task_id: str) -> Task:
+        if self.bind is not None and task_id != self.bind[0]:
+            raise HostError(
+                "unknown_task", f"this server serves only task {self.bind[0]!r}; use that id"
+            )
+        task = self.tasks.get(task_id)
+        if task is None:
+            known = ", ".join(self.tasks) or "none"
+            raise HostError("unknown_task", f"no task {task_id!r}; known tasks: {known}")
+        return task
+
+    def _spec(self, task: Task) -> EnvSpec:
+        if task.id not in self._specs:
+            try:
+                self._specs[task.id] = load_adapter(task.adapter).spec(task.parameters)
+            except Exception as exc:  # AdapterError, or a broken plugin
+                log.error("task %s: adapter %s unavailable: %s", task.id, task.adapter, exc)
+                raise HostError(
+                    "task_unavailable",
+                    f"the environment of task {task.id!r} ({task.adapter}) cannot be loaded "
+                    "on this server; choose another task and tell the operator",
+                ) from None
+        return self._specs[task.id]
+
+    # ------------------------------------------------------------ runs
+
+    def start_run(self, task_id: str) -> RunInfo:
+        if self.bind is not None and task_id != self.bind[0]:
+            raise HostError(
+                "bound_run",
+                f"this server is bound to run {self.bind[1]!r} of task {self.bind[0]!r}; "
+                f"call start_run({self.bind[0]!r}) to get it",
+            )
+        task = self._task(task_id)
+        with self._start_lock:
+            if self.bind is not None:
+                run = self._bound_run(task)
+                # How a launcher tells an agent that reached its run from one that never did.
+                self.store.add_event(run.id, "attached", {})
+                return self._run_info(run)
+            if self.max_runs is not None and self._runs_started >= self.max_runs:
+                raise HostError(
+                    "run_limit",
+                    f"this server starts at most {self.max_runs} run(s) and has started them; "
+                    "continue with the run_id you already have",
+                )
+            while True:
+                try:
+                    run = self._create_run(task, f"run-{secrets.token_hex(4)}")
+                    break
+                except Rejected:  # an id collision: draw again
+                    continue
+            self._runs_started += 1
+        return self._run_info(run)
+
+    def prepare_run(self) -> RunInfo:
+        """The bound run, created now if it does not exist (operator use, before an agent
+        is launched against it)."""
+        if self.bind is None:
+            raise RuntimeError("prepare_run needs a host bound to a run")
+        with self._start_lock:
+            return self._run_info(self._bound_run(self._task(self.bind[0])))
+
+    def _bound_run(self, task: Task) -> RunRecord:
+        assert self.bind is not None
+        return self.store.get_run(self.bind[1]) or self._create_run(task, self.bind[1])
+
+    def _check_bind(self) -> None:
+        if self.bind is None:
+            return
+        task_id, name = self.bind
+        if task_id not in self.tasks:
+            raise ValueError(f"cannot bind to unknown task {task_id!r}")
+        if not RUN_NAME.fullmatch(name):
+            raise ValueError(
+                f"run name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
+        existing = self.store.get_run(name)
+        if existing is not None and existing.task_id != task_id:
+            raise ValueError(f"run {name!r} already exists for task {existing.task_id!r}")
+
+    def _create_run(self, task: Task, run_id: str) -> RunRecord:
+        secret = (
+            seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed, "run")
+        )
+        b = task.budget
+        deadline = None if b.wall_seconds is None else time.time() + b.wall_seconds
+        return self.store.create_run(
+            run_id,
+            task_id=task.id,
+            task_digest=task.digest,
+            task_json=task.model_dump_json(),
+            secret=secret,
+            budget={
+                "episodes": b.episodes,
+                "submissions": b.submissions,
+                "per_submission": b.per_submission,
+                "pool": b.pool,
+            },
+            deadline=deadline,
+            reproducibility=reproducibility(task, self.seed),
+        )
+
+    def _run(self, run_id: str) -> RunRecord:
+        if self.bind is not None and run_id != self.bind[1]:
+            raise HostError(
+                "unknown_run", f"this server serves only run {self.bind[1]!r}; use that run_id"
+            )
+        run = self.store.get_run(run_id) if isinstance(run_id, str) else None
+        if run is None:
+            raise HostError("unknown_run", f"no run {run_id!r}; start one with start_run(task_id)")
+        return run
+
+    def _run_task(self, run: RunRecord) -> Task:
+        """The task as it was when the run started (a later edit of its file changes nothing)."""
+        task = self._run_tasks.get(run.id)
+        if task is None:
+            task = Task.model_validate_json(run.task_json)
+            current = self.tasks.get(run.task_id)
+            task = task.model_copy(
+                update={"digest": run.task_digest, "source": current.source if current else None}
+            )
+            self._run_tasks[run.id] = task
+        return task
+
+    def _remaining(self, run: RunRecord) -> Remaining:
+        usage = self.store.usage(run.id)
+        return remaining(self._run_task(run), usage.episodes, usage.submissions, run.deadline)
+
+    def _run_info(self, run: RunRecord) -> RunInfo:
+        task = self._run_task(run)
+        return run_info(run.id, task, run_state(run.state), self._remaining(run))
+
+    def run_status(self, run_id: str) -> RunStatus:
+        run = self._run(run_id)
+        subs = self.store.list_submissions(run.id)
+        used = sum(s.charged for s in subs if s.state != "refunded")
+        task = self._run_task(run)
+        return run_status(run.id, task, run_state(run.state), self._remaining(run), used, subs)
+
+    # ------------------------------------------------------------ admission
+
+    def submit(
+        self,
+        run_id: str,
+        episodes: str,
+        *,
+        files: dict[str, str] | None = None,
+        program_dir: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> str:
+        """Admit a submission (or raise :class:`HostError`, charging nothing) and start
+        evaluating it in the background. Returns the submission id."""
+        run = self._run(run_id)
+        task = self._run_task(run)
+        check_open(run, task)
+        try:
+            indices = parse_selector(episodes, task.budget.pool)
+        except SelectorError as exc:
+            raise HostError(exc.code, exc.message) from None
+        # The reservation below decides; this early look only avoids a useless capture.
+        usage = self.store.usage(run.id)
+        check_budget(task, usage.episodes, usage.submissions, len(indices))
+        if program_dir is not None and not self.allow_program_dir:
+            raise HostError(
+                "program_invalid",
+                "this server takes programs inline only: send files={'policy.py': '...'} "
+                "(program_dir is off for clients on other machines)",
+            )
+        program = capture_program(
+            files, program_dir, programs_dir=self.store.programs_dir, records_dir=self.data_dir
+        )
+        try:
+            record = self.store.reserve(
+                run.id,
+                selector=episodes.strip(),
+                indices=indices,
+                program={
+                    "digest": program.digest,
+                    "files": list(program.files),
+                    "size": program.size,
+                },
+            )
+        except Rejected as rejected:
+            raise rejection(rejected, task) from None
+        self.work.schedule(record, on_progress)
+        return record.id
+
+    # ------------------------------------------------------------ feedback
+
+    def _submission(self, run: RunRecord, submission_id: str) -> SubmissionRecord:
+        sub = (
+            self.store.get_submission(run.id, submission_id)
+            if isinstance(submission_id, str)
+            else None
+        )
+        if sub is None:
+            raise HostError(
+                "unknown_submission",
+                f"run {run.id} has no submission {submission_id!r}; run_status lists them",
+            )
+        return sub
+
+    def artifact(self, run_id: str, submission_id: str, episode: int, name: str) -> bytes:
+        """A file the adapter saved for a traced training episode (a replay, a trajectory).
+
+        Only training submissions have any: the host's own validation and
+        assessment never save artifacts."""
+        sub = self._submission(self._run(run_id), submission_id)
+        missing = HostError(
+            "unknown_artifact",
+            f"submission {submission_id} has no artifact {name!r} for episode {episode}; "
+            "get_feedback(episode=N) lists an episode's artifacts in traces[].artifacts",
+        )
+        if episode not in sub.indices:
+            raise missing
+        try:
+            data = self.store.read_artifact(run_id, submission_id, f"episode-{episode}/{name}")
+        except ValueError:
+            raise missing from None
+        if data is None:
+            raise missing
+        return data
+
+    def wait(self, run_id: str, submission_id: str, timeout: float) -> SubmissionView:
+        """Feedback once the submission is settled, or its progress after ``timeout`` s."""
+        run = self._run(run_id)
+        self._submission(run, submission_id)
+
+        def settled() -> bool:
+            sub = self.store.get_submission(run.id, submission_id)
+            return sub is None or sub.state not in PENDING
+
+        self.work.wait_until(settled, timeout, _POLL_SECONDS)
+        return self.feedback(run_id, submission_id)
+
+    def feedback(
+        self,
+        run_id: str,
+        submission_id: str,
+        *,
+        episode: int | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> SubmissionView:
+        run = self._run(run_id)
+        sub = self._submission(run, submission_id)
+        task = self._run_task(run)
+        if episode is not None and episode not in sub.indices:
+            raise HostError(
+                "bad_episode",
+                f"submission {sub.id} did not evaluate pool index {episode}; its episodes "
+                f"are {sub.selector!r}",
+            )
+        status = submission_status(sub.state)
+        key = (run.id, sub.id)
+        fb = self.work.feedback(key) if status == "complete" else None
+        partial = self.work.partial(key) if status == "running" else []
+        return submission_view(
+            run_id=run.id,
+            submission_id=sub.id,
+            status=status,
+            selector=sub.selector,
+            indices=sub.indices,
+            task=task,
+            program_digest=sub.program_digest,
+            remaining=self._remaining(run),
+            feedback=fb,
+            partial=partial,
+            message=sub.message if status == "failed" else None,
+            episode=episode,
+            offset=offset,
+            limit=limit,
+            redact=self._redact,
+        )
+
+    def _redact(self, text: str | None) -> str | None:
+        """Hide the records' location in what a policy printed (it can see its own path)."""
+        return text.replace(str(self.data_dir), "<records>") if text else text
+
+    # ------------------------------------------------------------ finalize
+
+    def finalize(self, run_id: str, candidates: list[str]) -> FinalizeAck:
+        """Close the run and hand over ``candidates``; rejected requests leave it open."""
+        run = self._run(run_id)
+        task = self._run_task(run)
+        check_candidates(run, task, candidates)
+        try:
+            self.store.begin_finalize(run.id, list(candidates))
+        except Rejected as rejected:
+            raise candidate_rejection(run, rejected) from None
+        self._start_finalize(run.id)
+        return FinalizeAck(
+            run_id=run.id, candidates=list(candidates), state="finalizing", message=FINALIZE_MESSAGE
+        )
+
+    def _start_finalize(self, run_id: str) -> None:
+        self.work.spawn(lambda: self._finalize_job(run_id), "evopolicy-finalize")
+
+    def _finalize_job(self, run_id: str) -> None:
+        """Validation of every candidate, selection, assessment; resumable at any point."""
+        for attempt in range(1, _FINALIZE_ATTEMPTS + 1):
+            if self._stopping():
+                return
+            try:
+                self._validate_and_assess(run_id)
+                return
+            except Exception as exc:
+                if self._stopping():
+                    return
+                log.error("finalize of %s, attempt %d: %r", run_id, attempt, exc)
+                try:
+                    self.store.set_run_error(run_id, f"attempt {attempt}: {exc!r}")
+                except Exception:
+                    return
+                time.sleep(min(2.0, 0.2 * attempt))
+
+    def _validate_and_assess(self, run_id: str) -> None:
+        run = self.store.get_run(run_id)
+        if run is None:
+            return
+        task = self._run_task(run)
+        judge(self.store, run, task, runner=self.runner, workers=self.workers)
+        if self._work is not None:
+            self._work.notify()
+
+    def wait_final(self, run_id: str, timeout: float) -> RunStatus:
+        """Block until validation and assessment are done (operator and demo use)."""
+        run = self._run(run_id)
+
+        def settled() -> bool:
+            current = self.store.get_run(run.id)
+            return current is None or current.state != "finalizing"
+
+        self.work.wait_until(settled, timeout, _POLL_SECONDS)
+        return self.run_status(run_id)
+
+    # ------------------------------------------------------------ operator
+
+    def runs(self) -> list[RunRow]:
+        return build_rows(self.store)
+
+    def report(self, run_id: str) -> RunReport:
+        report = build_report(self.store, run_id)
+        if report is None:
+            raise HostError("unknown_run", f"no run {run_id!r}")
+        return report
+
+    def close(self) -> None:
+        """Stop background work. Unfinished work stays pending and resumes at the next start."""
+        if self._closed:
+            return
+        if self._work is not None:
+            self._work.close(self.close_timeout)
+        self._closed = True
+        self.store.close()
+        if self._own_runner is not None:
+            self._own_runner.close()
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -1,0 +1,456 @@
+"""The agent launcher with fake CLIs that are real processes on PATH: the environment
+allowlist as seen by the CLI, stopping, terminal reasons and records, the whole loop,
+and `agent check`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from evopolicy_mcp.agents.check import check_agent, parse_health
+from evopolicy_mcp.agents.launch import (
+    PROVIDERS,
+    AgentError,
+    AgentOptions,
+    run_agent,
+)
+from evopolicy_mcp.cli.operator import format_report
+from evopolicy_mcp.evaluation import seeds
+from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.store.database import Store
+from tests.support.host import SEED
+
+# ------------------------------------------------------------------ real launches
+
+SECRET = "operator-secret-7f3a91"
+
+
+def fake_cli(bin_dir: Path, name: str, body: str) -> Path:
+    """An executable ``name`` on a PATH directory: Python, run by this interpreter."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.fixture
+def agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A PATH with a fake-CLI directory first, a secret in the operator's environment."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("EVOPOLICY_TEST_SECRET", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-for-claude")
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    return bin_dir
+
+
+def options(tmp_path: Path, tasks_dir: Path, **kw: object) -> AgentOptions:
+    base: dict[str, object] = {
+        "agent": "claude",
+        "task": "mini",
+        "data_dir": tmp_path / "data",
+        "tasks_dirs": (tasks_dir,),
+        "workspace": tmp_path / "ws",
+        "run": "r1",
+        "seed": SEED,
+        "timeout": 60.0,
+        "grace": 0.5,
+        "kill_after": 0.5,
+        "judge_timeout": 120.0,
+    }
+    base.update(kw)
+    return AgentOptions(**base)  # type: ignore[arg-type]
+
+
+def events(data_dir: Path, run_id: str) -> dict[str, dict[str, object]]:
+    store = Store(data_dir, create=False)
+    try:
+        return {e.kind: e.detail for e in store.events(run_id)}
+    finally:
+        store.close()
+
+
+ENV_DUMP = """
+import json, os, sys
+info = {
+    "env": dict(os.environ),
+    "argv": sys.argv[1:],
+    "stdin": sys.stdin.read(),
+    "group_leader": os.getpgid(0) == os.getpid(),
+    "cwd": os.getcwd(),
+}
+with open("seen.json", "w") as f:
+    json.dump(info, f)
+print(json.dumps({"type": "system", "subtype": "init"}))
+print("fake claude: no login", file=sys.stderr)
+"""
+
+
+def test_agent_sees_only_the_allowlist(agent_env: Path, tmp_path: Path, tasks_dir: Path) -> None:
+    fake_cli(agent_env, "claude", ENV_DUMP)
+    outcome = run_agent(options(tmp_path, tasks_dir))
+    ws = tmp_path / "ws"
+    seen = json.loads((ws / "seen.json").read_text())
+    assert seen["env"]["ANTHROPIC_API_KEY"] == "sk-ant-for-claude"
+    assert "EVOPOLICY_TEST_SECRET" not in seen["env"]
+    assert "OPENAI_API_KEY" not in seen["env"]
+    assert SECRET not in json.dumps(seen)
+    assert seen["stdin"] == "" and seen["group_leader"] and seen["cwd"] == str(ws)
+    assert seen["argv"][-1] == (ws / "TASK.md").read_text()
+    # It never reached its run: that is a failed start, with the CLI's own last word.
+    assert outcome.reason == "failed_to_start"
+    assert outcome.message == "fake claude: no login"
+    assert outcome.run_state == "open" and not outcome.candidates
+    ended = events(tmp_path / "data", "r1")["agent_ended"]
+    assert ended["reason"] == "failed_to_start" and ended["exit_code"] == 0
+    record = tmp_path / "data" / "runs" / "r1" / "agent"
+    assert json.loads((record / "stdout.jsonl").read_text()) == {
+        "type": "system",
+        "subtype": "init",
+    }
+    assert "no login" in (record / "stderr.log").read_text()
+
+
+def test_pass_env_adds_a_named_variable(agent_env: Path, tmp_path: Path, tasks_dir: Path) -> None:
+    fake_cli(agent_env, "claude", ENV_DUMP)
+    run_agent(options(tmp_path, tasks_dir, pass_env=("EVOPOLICY_TEST_*",)))
+    seen = json.loads((tmp_path / "ws" / "seen.json").read_text())
+    assert seen["env"]["EVOPOLICY_TEST_SECRET"] == SECRET
+
+
+def test_workspace_holds_program_task_and_config_only(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path
+) -> None:
+    fake_cli(agent_env, "claude", "pass\n")
+    run_agent(options(tmp_path, tasks_dir))
+    ws = tmp_path / "ws"
+    files = sorted(str(p.relative_to(ws)) for p in ws.rglob("*") if p.is_file())
+    assert files == [".mcp.json", "TASK.md", "program/policy.py"]
+    store = Store(tmp_path / "data", create=False)
+    try:
+        run = store.get_run("r1")
+    finally:
+        store.close()
+    assert run is not None
+    texts = "".join(p.read_text() for p in ws.rglob("*") if p.is_file())
+    assert run.secret.hex() not in texts
+    config = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["evopolicy"]
+    assert config["args"][-4:] == ["--task", "mini", "--run", "r1"]
+
+
+IGNORES_SIGTERM = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+# Its child leaves the CLI's process group, as Codex does with its MCP servers.
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"],
+    process_group=0)
+with open("pids", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+print('{"type": "system", "subtype": "init"}', flush=True)
+time.sleep(300)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for this purpose (its parent, the fake CLI, is gone too).
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_timeout_kills_a_cli_that_ignores_sigterm(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path
+) -> None:
+    fake_cli(agent_env, "claude", IGNORES_SIGTERM)
+    start = time.monotonic()
+    outcome = run_agent(options(tmp_path, tasks_dir, timeout=3.0))
+    elapsed = time.monotonic() - start
+    assert outcome.reason == "timed_out"
+    assert elapsed < 30
+    pids = [int(p) for p in (tmp_path / "ws" / "pids").read_text().split()]
+    assert not any(_alive(p) for p in pids), "the CLI or its child outlived the stop"
+    ended = events(tmp_path / "data", "r1")["agent_ended"]
+    assert ended["reason"] == "timed_out" and ended["exit_code"] == -9
+    assert (tmp_path / "data" / "runs" / "r1" / "agent" / "stdout.jsonl").read_text()
+
+
+def test_sigterm_to_the_launcher_stops_the_cli_and_records_it(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path
+) -> None:
+    fake_cli(agent_env, "claude", IGNORES_SIGTERM)
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "evopolicy_mcp", "agent", "run", "--agent", "claude"]
+        + ["--task", "mini", "--tasks-dir", str(tasks_dir), "--data-dir", str(data)]
+        + ["--workspace", str(ws), "--run", "r1", "--timeout", "300"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        end = time.monotonic() + 60
+        while not (ws / "pids").exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        assert (ws / "pids").exists(), "the fake CLI never started"
+        time.sleep(0.2)
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(timeout=60) == 130
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    pids = [int(p) for p in (ws / "pids").read_text().split()]
+    assert not any(_alive(p) for p in pids), "the CLI or its child outlived the launcher"
+    assert events(data, "r1")["agent_ended"]["reason"] == "interrupted"
+
+
+def test_a_workspace_that_cannot_be_made_creates_no_run(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path
+) -> None:
+    fake_cli(agent_env, "claude", "pass\n")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(AgentError, match="cannot write the workspace"):
+        run_agent(options(tmp_path, tasks_dir, workspace=tmp_path / "afile" / "ws"))
+    store = Store(tmp_path / "data", create=False)
+    try:
+        assert store.list_runs() == []
+    finally:
+        store.close()
+
+
+def test_a_missing_cli_fails_to_start(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(agent_env))  # an empty directory: no qodercli anywhere
+    outcome = run_agent(options(tmp_path, tasks_dir, agent="qoder"))
+    assert outcome.reason == "failed_to_start"
+    assert "cannot run qodercli" in outcome.message
+
+
+# A CLI that reaches its run through the MCP config, like a real agent would.
+SUBMITS_THEN_EXITS = """
+import json, os, anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+entry = json.load(open(".mcp.json"))["mcpServers"]["evopolicy"]
+
+async def main():
+    params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                   env={**os.environ, **entry["env"]})
+    async with Client(params) as c:
+        run = (await c.call_tool("start_run", {"task_id": "mini"})).structured_content
+        for eps in ("0:2", "2:4"):
+            await c.call_tool("submit_policy", {"run_id": run["run_id"], "episodes": eps,
+                              "program_dir": os.path.abspath("program"), "wait_seconds": 40})
+        {after}
+
+anyio.run(main)
+"""
+
+
+def test_exit_without_finalize_judges_fallback_candidates(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path
+) -> None:
+    fake_cli(agent_env, "claude", SUBMITS_THEN_EXITS.replace("{after}", "pass"))
+    outcome = run_agent(options(tmp_path, tasks_dir))
+    assert outcome.reason == "exited" and outcome.exit_code == 0
+    assert outcome.fallback
+    # Both submissions are the baseline: one program, so one candidate (its better score).
+    assert len(outcome.candidates) == 1 and outcome.candidates[0] in ("s1", "s2")
+    assert outcome.run_state == "finalized"
+    assert outcome.selected == outcome.candidates[0] and outcome.test_score is not None
+    kinds = events(tmp_path / "data", "r1")
+    assert kinds["fallback_candidates"]["candidates"] == outcome.candidates
+    assert "attached" in kinds
+    with Host(tmp_path / "data", tasks_dirs=[tasks_dir]) as host:
+        text = format_report(host.report("r1"))
+    assert "agent: claude exited after" in text
+    assert "the agent did not finalize" in text
+
+
+def test_finalize_stops_a_lingering_cli(agent_env: Path, tmp_path: Path, tasks_dir: Path) -> None:
+    after = "\n        ".join(
+        [
+            'await c.call_tool("finalize", {"run_id": run["run_id"], "candidates": ["s2"]})',
+            "import signal, time",
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)",
+            "time.sleep(300)",
+        ]
+    )
+    fake_cli(agent_env, "claude", SUBMITS_THEN_EXITS.replace("{after}", after))
+    start = time.monotonic()
+    outcome = run_agent(options(tmp_path, tasks_dir, timeout=120.0))
+    assert outcome.reason == "finalized" and not outcome.fallback
+    assert time.monotonic() - start < 90  # stopped after the grace, not at the time limit
+    assert outcome.candidates == ["s2"] and outcome.selected == "s2"
+    assert outcome.run_state == "finalized" and outcome.validation_score is not None
+
+
+def test_bad_requests_create_nothing(agent_env: Path, tmp_path: Path, tasks_dir: Path) -> None:
+    data = tmp_path / "data"
+    with pytest.raises(AgentError, match="overlaps the data directory"):
+        run_agent(options(tmp_path, tasks_dir, workspace=data / "ws"))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "old.txt").write_text("x")
+    with pytest.raises(AgentError, match="not empty"):
+        run_agent(options(tmp_path, tasks_dir))
+    with pytest.raises(AgentError, match="unknown task"):
+        run_agent(options(tmp_path, tasks_dir, task="nope", workspace=tmp_path / "w2"))
+    with pytest.raises(AgentError, match="effort"):
+        run_agent(
+            options(tmp_path, tasks_dir, agent="kimi", effort="high", workspace=tmp_path / "w3")
+        )
+    if data.exists():
+        store = Store(data, create=False)
+        try:
+            assert store.list_runs() == []
+        finally:
+            store.close()
+    assert not (tmp_path / "w2").exists() and not (tmp_path / "w3").exists()
+
+
+# ------------------------------------------------------------------ the whole loop
+
+
+def test_scripted_agent_through_the_command(tmp_path: Path, tasks_dir: Path) -> None:
+    """`agent run --agent scripted`: the launcher path end to end, judged, with records."""
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evopolicy_mcp", "agent", "run", "--agent", "scripted"]
+        + ["--task", "mini", "--tasks-dir", str(tasks_dir), "--data-dir", str(data)]
+        + ["--workspace", str(ws), "--run", "loop", "--seed", str(SEED), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    outcome = json.loads(proc.stdout)
+    assert outcome["reason"] == "finalized" and not outcome["fallback"]
+    assert outcome["run_state"] == "finalized"
+    assert outcome["selected"] in outcome["candidates"]
+    assert outcome["test_score"] is not None
+    log = (data / "runs" / "loop" / "agent" / "stdout.jsonl").read_text().splitlines()
+    assert json.loads(log[-1])["type"] == "result"
+    assert json.loads(log[-1])["candidates"] == outcome["candidates"]
+    kinds = events(data, "loop")
+    assert kinds["agent_ended"]["reason"] == "finalized"
+    assert "EVOPOLICY" not in " ".join(kinds["agent_started"]["env"])  # type: ignore[arg-type]
+    # Everything the agent saw: its workspace and every tool result it logged.
+    seen = "\n".join(log) + "".join(p.read_text() for p in ws.rglob("*") if p.is_file())
+    store = Store(data, create=False)
+    try:
+        run = store.get_run("loop")
+    finally:
+        store.close()
+    assert run is not None
+    assert run.secret.hex() not in seen
+    for split, size in (("validation", 3), ("test", 3)):
+        for i in range(size):
+            assert str(seeds.episode_seed(run.secret, "mini", split, i)) not in seen
+            assert str(seeds.policy_seed(run.secret, "mini", split, i)) not in seen
+
+
+# ------------------------------------------------------------------ agent check
+
+CLAUDE_LIST = """Checking MCP server health…
+
+evopolicy: /py -m evopolicy_mcp serve --data-dir /d - ✔ Connected
+other: npx other - ✘ Failed to connect
+"""
+QODER_LIST = """Configured MCP servers:
+
+✓ evopolicy: /py -m evopolicy_mcp serve (stdio) - Connected · Direct MCP Server
+"""
+
+
+def test_health_output_is_parsed_for_our_server_only() -> None:
+    assert parse_health(CLAUDE_LIST) == ("Connected", "✔ Connected")
+    assert parse_health(QODER_LIST)[0] == "Connected"
+    failed = CLAUDE_LIST.replace("✔ Connected", "✘ Failed to connect")
+    assert parse_health(failed) == ("Failed", "✘ Failed to connect")
+    assert parse_health(QODER_LIST.replace("✓", "✗").replace("Connected", "Disconnected"))[0] == (
+        "Failed"
+    )
+    assert parse_health("No MCP servers configured.")[0] == "Failed"
+
+
+def test_check_of_the_scripted_agent_reaches_the_server(tasks_dir: Path) -> None:
+    report = check_agent(PROVIDERS["scripted"], tasks_dirs=(tasks_dir,))
+    assert report.ok, report
+    assert "list_tasks answered" in report.detail
+
+
+def test_check_reports_a_missing_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    report = check_agent(PROVIDERS["qoder"])
+    assert not report.ok and report.executable is None
+    assert report.server == "not checked" and "not on PATH" in report.detail
+
+
+def require_cli(executable: str) -> None:
+    """Skip where the real CLI is missing, unless EVOPOLICY_REQUIRE_CLIS names it (CI
+    sets it once it has installed them): then its absence fails the test."""
+    if shutil.which(executable) is not None:
+        return
+    if executable in os.environ.get("EVOPOLICY_REQUIRE_CLIS", "").split(","):
+        pytest.fail(f"{executable} is required here (EVOPOLICY_REQUIRE_CLIS) but not on PATH")
+    pytest.skip(f"{executable} is not installed (npm install -g, see the README)")
+
+
+def test_check_reports_a_cli_that_cannot_start(agent_env: Path) -> None:
+    fake_cli(agent_env, "qodercli", "import sys\nsys.exit('SyntaxError: needs Node >= 22')\n")
+    report = check_agent(PROVIDERS["qoder"])
+    assert report.executable == str(agent_env / "qodercli")
+    assert not report.ok and report.version is None
+    assert "failed (exit code 1): SyntaxError: needs Node >= 22" in report.detail
+
+
+@pytest.mark.parametrize("agent", ["claude", "qoder"])
+def test_real_cli_health_check_connects(agent: str, tasks_dir: Path) -> None:
+    """The CLI's own health check starts our server from the generated config."""
+    provider = PROVIDERS[agent]
+    require_cli(provider.executable)
+    report = check_agent(provider, tasks_dirs=(tasks_dir,))
+    assert report.how == f"{provider.executable} mcp list"
+    assert report.server == "Connected", report.detail
+    assert report.version and report.version[0].isdigit()
+
+
+def test_real_claude_takes_the_command_line_and_the_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tasks_dir: Path
+) -> None:
+    """The installed Claude Code parses our headless command line and loads our server;
+    with no login (a scratch config home) it stops there, which is a failed start."""
+    require_cli("claude")
+    for name in [n for n in os.environ if n.startswith(("ANTHROPIC_", "CLAUDE_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-home"))
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    outcome = run_agent(options(tmp_path, tasks_dir, timeout=120.0))
+    assert outcome.reason == "failed_to_start"
+    assert "log" in outcome.message.lower(), outcome.message
+    record = tmp_path / "data" / "runs" / "r1" / "agent"
+    init = json.loads((record / "stdout.jsonl").read_text().splitlines()[0])
+    assert init["type"] == "system" and init["subtype"] == "init"
+    assert init["permissionMode"] == "bypassPermissions"
+    assert [s["name"] for s in init["mcp_servers"]] == ["evopolicy"]
+    assert init["cwd"] == str(tmp_path / "ws")

@@ -1,0 +1,52 @@
+"""`evopolicy-mcp bench` runs end to end and reports consistent figures (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from evopolicy_mcp.cli.bench import run_bench
+from evopolicy_mcp.cli.main import main
+from tests.support.kernel import children_of, process_state
+
+
+def test_bench_reports_every_figure_from_its_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--json", "--episodes", "4", "--rounds", "2"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert (figures["episodes"], figures["rounds"]) == (4, 2)
+    assert figures["raw_episodes_per_s"] > 0 and figures["harness_episodes_per_s"] > 0
+    assert figures["ratio_min"] <= figures["ratio"] <= figures["ratio_max"]
+    assert figures["rss_from_episode"] == 1  # fewer than 11 episodes: from the first
+    for name in ("fixed_overhead_ms", "per_step_overhead_us", "rss_growth_mb"):
+        assert math.isfinite(figures[name]), name
+    waits = [figures[f"thread_wait_ms_{k}"] for k in ("p50", "p99", "max")]
+    assert 0 <= waits[0] <= waits[1] <= waits[2] < 10_000, waits
+
+
+def test_bench_refuses_a_count_that_is_not_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "--rounds", "0"])
+    assert exited.value.code != 0
+    assert "--rounds" in capsys.readouterr().err
+
+
+FALLS = """\
+def make_policy(context):
+    return Push()
+
+
+class Push:
+    def act(self, observation):
+        return 1  # always right: the pole falls within some 10 steps
+"""
+
+
+def test_a_failed_bench_leaves_no_policy_template_behind() -> None:
+    before = set(children_of(os.getpid()))
+    with pytest.raises(RuntimeError, match="not 500"):
+        run_bench(episodes=2, rounds=1, controller=FALLS)
+    left = [p for p in children_of(os.getpid()) if p not in before and process_state(p) != "Z"]
+    assert left == [], "the bench's runner was not closed"
