@@ -429,7 +429,7 @@ def _judge(opts: AgentOptions, data_dir: Path, outcome: AgentOutcome) -> None:
             host.finalize(run_id, candidates)
             host.store.add_event(run_id, "fallback_candidates", {"candidates": candidates})
             outcome.fallback = True
-        host.wait_final(run_id, opts.judge_timeout)
+        host.finish(run_id, opts.judge_timeout)
         report = host.report(run_id)
     outcome.run_state = report.state
     outcome.candidates = list(report.candidates)

@@ -291,6 +291,13 @@ def _add_host_commands(
             "play a full scripted run on cartpole over MCP",
         ),
         (
+            "judge",
+            "cli.judge",
+            "cmd_judge",
+            "add_judge_arguments",
+            "finish the judging of a finalized run (validation, selection, assessment)",
+        ),
+        (
             "agent-config",
             "agents.config",
             "cmd_agent_config",

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import anyio
 
-from evopolicy_mcp.cli.options import WORKERS_HELP, positive_int
+from evopolicy_mcp.cli.judge import detached_judge
+from evopolicy_mcp.cli.options import add_run_arguments
 from evopolicy_mcp.host.authority import Host
 from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.server.app import build_server
@@ -51,13 +52,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="HTTP bearer token (default: $EVOPOLICY_TOKEN; generated when --host is not loopback)",
     )
-    parser.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
-    parser.add_argument(
-        "--isolation",
-        choices=("default", "strict"),
-        default="default",
-        help="strict: refuse to run policies if any sandbox layer is missing (see `doctor`)",
-    )
+    add_run_arguments(parser)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -91,6 +86,8 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             isolation=Isolation(strict=args.isolation == "strict"),
             # Over HTTP beyond loopback the client is elsewhere: its paths mean nothing here.
             allow_program_dir=args.transport == "stdio" or is_loopback(args.host),
+            # Judging outlives this server: a client may quit right after finalize.
+            hand_off=detached_judge(data_dir, args.tasks_dir, args.workers, args.isolation),
         )
 
     return make

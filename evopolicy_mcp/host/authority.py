@@ -15,6 +15,11 @@ Invariants enforced here (the budget arithmetic itself is in the store):
   its own seed domain and never changes the selection.
 - A restart resumes: a submission that was pending is evaluated again (it was
   charged once and stays charged once); an interrupted finalize completes.
+- Finalize orders its work: validation starts only once every admitted training
+  submission of the run has finished and its feedback is committed (or it was
+  refunded). No policy code of the run's training split runs while or after
+  hidden episodes run, so nothing a hidden episode left behind can reach the
+  agent through a training submission's feedback.
 """
 
 from __future__ import annotations
@@ -108,6 +113,7 @@ class Host:
         isolation: Isolation | None = None,
         allow_program_dir: bool = True,
         resume: bool | str = True,
+        hand_off: Callable[[str], None] | None = None,
     ) -> None:
         self.tasks: dict[str, Task] = load_tasks(tasks_dirs)
         if runner is None:
@@ -126,6 +132,8 @@ class Host:
         self.bind = bind
         self.max_runs = max_runs
         self.close_timeout = close_timeout
+        # Judging a finalized run elsewhere (a process that outlives this one), or here.
+        self.hand_off = hand_off
         self.store = Store(Path(data_dir))
         self.data_dir = self.store.data_dir
         self._specs: dict[str, EnvSpec] = {}
@@ -149,7 +157,9 @@ class Host:
             subs: list[SubmissionRecord] = []
             runs: list[RunRecord] = []
             if resume is not False:
-                subs, runs = self.store.claim_orphans(None if resume is True else resume)
+                subs, runs = self.store.claim_orphans(
+                    None if resume is True else resume, runs=hand_off is None
+                )
         except BaseException:
             self.close()
             raise
@@ -157,6 +167,13 @@ class Host:
             self._work.schedule(sub, None)
         for run in runs:
             self._start_finalize(run.id)
+        if hand_off is not None and resume is not False:
+            for record in self.store.list_runs():
+                unheld = record.state == "finalizing" and not self.store.instance_alive(
+                    record.owner
+                )
+                if unheld and (resume is True or record.id == resume):
+                    self._hand_off(record.id)
 
     def _stopping(self) -> bool:
         return self._closed or self._work is None or self._work.closing
@@ -463,21 +480,54 @@ class Host:
     # ------------------------------------------------------------ finalize
 
     def finalize(self, run_id: str, candidates: list[str]) -> FinalizeAck:
-        """Close the run and hand over ``candidates``; rejected requests leave it open."""
+        """Close the run and hand over ``candidates``; rejected requests leave it open.
+
+        Judging then runs to its end whoever stays connected: in a background
+        thread of this host, or, with ``hand_off``, in a process of its own that
+        outlives this one (the ``evopolicy-mcp judge`` command), which claims the
+        run. Either waits for the run's pending training submissions first."""
         run = self._run(run_id)
         task = self._run_task(run)
         check_candidates(run, task, candidates)
         try:
-            self.store.begin_finalize(run.id, list(candidates))
+            self.store.begin_finalize(run.id, list(candidates), own=self.hand_off is None)
         except Rejected as rejected:
             raise candidate_rejection(run, rejected) from None
-        self._start_finalize(run.id)
+        if self.hand_off is None:
+            self._start_finalize(run.id)
+        else:
+            self._hand_off(run.id)
         return FinalizeAck(
             run_id=run.id, candidates=list(candidates), state="finalizing", message=FINALIZE_MESSAGE
         )
 
+    def _hand_off(self, run_id: str) -> None:
+        """Start the judging elsewhere; if that fails, claim the run and judge it here."""
+        assert self.hand_off is not None
+        try:
+            self.hand_off(run_id)
+            return
+        except Exception as exc:
+            log.error("judging %s elsewhere failed (%r); judging it here", run_id, exc)
+        for run in self.store.claim_orphans(run_id)[1]:
+            self._start_finalize(run.id)
+
     def _start_finalize(self, run_id: str) -> None:
         self.work.spawn(lambda: self._finalize_job(run_id), "evopolicy-finalize")
+
+    def _pending(self, run_id: str) -> bool:
+        return any(s.state in PENDING for s in self.store.list_submissions(run_id))
+
+    def _await_training(self, run_id: str) -> bool:
+        """Wait until no training submission of the run is pending, evaluating those a
+        dead host left; False if this host is stopping first."""
+        while self._pending(run_id):
+            if self._stopping():
+                return False
+            for sub in self.store.claim_orphans(run_id, runs=False)[0]:
+                self.work.schedule(sub, None)
+            self.work.wait_until(lambda: not self._pending(run_id), 5.0, _POLL_SECONDS)
+        return not self._stopping()
 
     def _finalize_job(self, run_id: str) -> None:
         """Validation of every candidate, selection, assessment; resumable at any point."""
@@ -502,6 +552,8 @@ class Host:
         if run is None:
             return
         task = self._run_task(run)
+        if not self._await_training(run_id):
+            return
         judge(self.store, run, task, runner=self.runner, workers=self.workers)
         if self._work is not None:
             self._work.notify()
@@ -516,6 +568,23 @@ class Host:
 
         self.work.wait_until(settled, timeout, _POLL_SECONDS)
         return self.run_status(run_id)
+
+    def finish(self, run_id: str, timeout: float) -> RunStatus:
+        """Finish a finalizing run whoever started it (operator use): claim what no live
+        host holds (its pending submissions, its judging), then wait for the end, taking
+        over again whenever the host judging it dies."""
+        run = self._run(run_id)
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            subs, runs = self.store.claim_orphans(run.id)
+            for sub in subs:
+                self.work.schedule(sub, None)
+            for claimed in runs:
+                self._start_finalize(claimed.id)
+            left = deadline - time.monotonic()
+            status = self.wait_final(run.id, min(left, 5.0))
+            if status.state != "finalizing" or left <= 5.0 or self._stopping():
+                return status
 
     # ------------------------------------------------------------ operator
 

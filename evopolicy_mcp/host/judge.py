@@ -6,6 +6,11 @@ rule is :func:`~evopolicy_mcp.host.selection.select_candidate`; the selected
 program is then measured on the ``test`` domain, which never changes the
 selection. Results are committed one by one, so an interrupted judgement
 resumes where it stopped and never evaluates a committed result again.
+
+The caller starts judging only once no training submission of the run is
+pending (:meth:`~evopolicy_mcp.host.authority.Host.finalize` says why); the
+``validation_started`` event marks the moment, for the records and the tests
+that check the order.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ def judge(
     if run.state != "finalizing" or not run.candidates:
         return None
     done = {(r.submission_id, r.split): r for r in store.results(run.id)}
+    store.add_event(run.id, "validation_started", {"resumed": bool(done)})
 
     def measure(sub_id: str, split: str, count: int) -> CandidateScore:
         if (sub_id, split) in done:

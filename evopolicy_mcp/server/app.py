@@ -272,7 +272,8 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     ) -> FinalizeAck:
         """Hand over your candidates and close the run. Irreversible.
 
-        After this no call can submit to the run. The host evaluates every candidate on the
+        After this no call can submit to the run. Submissions still running finish first
+        (their feedback stays readable); then the host evaluates every candidate on the
         same hidden validation episodes, selects the best score (then fewer policy failures,
         then your order) and measures the selected program on held-out episodes. You get an
         acknowledgement only: those scores are never returned. Unknown or duplicate ids, or

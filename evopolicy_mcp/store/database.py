@@ -207,10 +207,10 @@ class Store:
             return self._instances.alive(instance)
 
     def claim_orphans(
-        self, run_id: str | None = None
+        self, run_id: str | None = None, *, runs: bool = True
     ) -> tuple[list[SubmissionRecord], list[RunRecord]]:
-        """Take over pending submissions and finalizing runs whose host died (of one
-        run, if ``run_id`` is given)."""
+        """Take over pending submissions and finalizing runs whose host died or that no
+        host holds (of one run, if ``run_id`` is given; no runs if not ``runs``)."""
         me = self.acquire_instance()
         with self._write() as db:
             subs = [
@@ -220,14 +220,14 @@ class Store:
                     "ORDER BY created"
                 )
             ]
-            runs = [
+            finalizing = [
                 run_record(r) for r in db.execute("SELECT * FROM runs WHERE state='finalizing'")
             ]
             if run_id is not None:
                 subs = [s for s in subs if s.run_id == run_id]
-                runs = [r for r in runs if r.id == run_id]
+                finalizing = [r for r in finalizing if r.id == run_id]
             claimed_subs = [s for s in subs if not self.instance_alive(s.owner)]
-            claimed_runs = [r for r in runs if not self.instance_alive(r.owner)]
+            claimed_runs = [r for r in finalizing if runs and not self.instance_alive(r.owner)]
             for s in claimed_subs:
                 db.execute(
                     "UPDATE submissions SET owner=? WHERE run_id=? AND id=?", (me, s.run_id, s.id)
@@ -441,9 +441,10 @@ class Store:
 
     # ------------------------------------------------------------ finalize
 
-    def begin_finalize(self, run_id: str, candidates: list[str]) -> RunRecord:
-        """Close the run to the agent, atomically with checking its candidates."""
-        owner = self.acquire_instance()
+    def begin_finalize(self, run_id: str, candidates: list[str], *, own: bool = True) -> RunRecord:
+        """Close the run to the agent, atomically with checking its candidates. Unless
+        ``own``, no host holds its judging yet: the first to claim it judges it."""
+        owner = self.acquire_instance() if own else None
         with self._write() as db:
             row = db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
             if row is None:

@@ -173,3 +173,35 @@ def test_serve_with_a_missing_tasks_dir_fails_with_one_line(tmp_path: Path) -> N
     assert proc.stdout == ""
     assert proc.stderr.strip().splitlines()[-1].startswith("evopolicy-mcp serve: error:")
     assert "does not exist" in proc.stderr
+
+
+async def test_a_run_finalized_by_a_client_that_quits_at_once_reaches_its_assessment(
+    tmp_path: Path,
+) -> None:
+    from evopolicy_mcp.store.database import Store
+
+    tasks_dir, data_dir = tmp_path / "tasks", tmp_path / "data"
+    write_task(tasks_dir)
+    async with Client(_server(data_dir, tasks_dir)) as client:
+        run = await call(client, "start_run", task_id=MINI)
+        rid = run["run_id"]
+        # Slow to start: judging (4 validation + 4 assessment episodes) outlasts the
+        # client's shutdown of the server (stdin closed, SIGTERM at 2 s, SIGKILL at 4 s).
+        view = await call(client, "submit_policy", run_id=rid, episodes="0:1",
+                          files=slow_files(1.5))  # fmt: skip
+        await call(client, "finalize", run_id=rid, candidates=[view["submission_id"]])
+    # No further command: the run reaches its assessment on its own.
+    store = Store(data_dir)
+    try:
+        deadline = time.monotonic() + 120
+        while store.get_run(rid).state != "finalized":  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, [e.kind for e in store.events(rid)]
+            await anyio.sleep(0.2)
+        assert sorted(r.split for r in store.results(rid)) == ["test", "validation"]
+    finally:
+        store.close()
+    # The judging process exits once it is done.
+    deadline = time.monotonic() + 30
+    while _children_running(str(data_dir)) and time.monotonic() < deadline:
+        await anyio.sleep(0.1)
+    assert not _children_running(str(data_dir))
