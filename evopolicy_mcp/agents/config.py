@@ -70,6 +70,7 @@ def local_launch(
     tasks_dirs: Sequence[Path] = (),
     isolation: str = "default",
     workers: int | None = None,
+    program_root: Path | None = None,
 ) -> Launch:
     """This interpreter running the server, so no ``PATH`` lookup is involved."""
     args = ["-m", "evopolicy_mcp", "serve"]
@@ -83,6 +84,8 @@ def local_launch(
         args += ["--isolation", isolation]
     if workers is not None:
         args += ["--workers", str(workers)]
+    if program_root is not None:
+        args += ["--program-root", str(program_root.expanduser().resolve())]
     return Launch(sys.executable, tuple(args))
 
 

@@ -211,6 +211,7 @@ def _prepare(
                 tasks_dirs=opts.tasks_dirs,
                 isolation=opts.isolation,
                 workers=opts.workers,
+                program_root=workspace,
             ),
             model=opts.model,
             effort=opts.effort,

@@ -44,6 +44,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=None, help="fixed seed for reproducible benchmark runs"
     )
+    parser.add_argument(
+        "--program-root",
+        type=Path,
+        default=None,
+        help="submit_policy's program_dir must lie in this folder (default: the working "
+        "directory the server starts in)",
+    )
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
@@ -72,6 +79,7 @@ def _log_to_stderr() -> None:
 def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
     data_dir = (args.data_dir or default_data_dir()).expanduser().resolve()
     bind = (args.task, args.run) if args.task is not None else None
+    program_root = (args.program_root or Path.cwd()).expanduser().resolve()
 
     from evopolicy_mcp.server.http_auth import is_loopback
 
@@ -86,6 +94,7 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             isolation=Isolation(strict=args.isolation == "strict"),
             # Over HTTP beyond loopback the client is elsewhere: its paths mean nothing here.
             allow_program_dir=args.transport == "stdio" or is_loopback(args.host),
+            program_root=program_root,
             # Judging outlives this server: a client may quit right after finalize.
             hand_off=detached_judge(data_dir, args.tasks_dir, args.workers, args.isolation),
         )
@@ -107,6 +116,10 @@ def serve(args: argparse.Namespace) -> int:
     if (args.task is None) != (args.run is None):
         print("evopolicy-mcp serve: --task and --run go together", file=sys.stderr)
         return 2
+    root = args.program_root
+    if root is not None and not root.expanduser().is_dir():
+        print(f"evopolicy-mcp serve: error: program root {root} is not a folder", file=sys.stderr)
+        return 1
     factory = _host_factory(args)
     try:
         if args.transport == "stdio":

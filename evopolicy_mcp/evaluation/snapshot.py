@@ -19,7 +19,10 @@ capturing and when re-opening (a policy process may leave bytecode behind).
 
 Source files are read through directory file descriptors with
 ``O_NOFOLLOW``, never by path, so a symlink swapped in while the copy runs is
-still rejected and nothing outside the program directory is ever read.
+still rejected and nothing outside the program directory is ever read. A
+caller that opened and checked the folder itself passes its descriptor, so
+the copy reads the very folder that was checked; ``exclude`` names folders
+(by device and inode) the copy refuses to enter, such as the host's records.
 """
 
 from __future__ import annotations
@@ -92,17 +95,23 @@ class Program:
 
 
 def capture(
-    source_dir: str | os.PathLike[str],
+    source_dir: str | os.PathLike[str] | int,
     store_dir: str | os.PathLike[str],
     *,
     limits: SnapshotLimits = SnapshotLimits(),  # frozen, so sharing it is safe
+    exclude: frozenset[tuple[int, int]] = frozenset(),
 ) -> Program:
-    """Copy the policy directory ``source_dir`` into the store and return its snapshot.
+    """Copy the policy directory ``source_dir`` (a path, or an open directory descriptor
+    that stays the caller's) into the store and return its snapshot.
 
     ``source_dir`` itself may be reached through a symlink; nothing inside it
-    may be one. Raises :class:`ProgramError` for anything wrong with the program.
+    may be one, nor a folder whose ``(st_dev, st_ino)`` is in ``exclude``.
+    Raises :class:`ProgramError` for anything wrong with the program.
     """
-    files = _read_tree(Path(source_dir), limits, follow_root=True, name="program folder")
+    if isinstance(source_dir, int):
+        files = _walk_tree(os.dup(source_dir), _Accumulator(limits, exclude))
+    else:
+        files = _read_tree(Path(source_dir), limits, follow_root=True, name="program folder")
     return _store(files, store_dir, limits)
 
 
@@ -188,8 +197,11 @@ def open_program(
 class _Accumulator:
     """Collects file contents while enforcing the limits, failing as early as possible."""
 
-    def __init__(self, limits: SnapshotLimits) -> None:
+    def __init__(
+        self, limits: SnapshotLimits, exclude: frozenset[tuple[int, int]] = frozenset()
+    ) -> None:
         self.limits = limits
+        self.exclude = exclude
         self.files: dict[str, bytes] = {}
         self.total = 0
         self.dirs = 0
@@ -303,7 +315,11 @@ def _read_tree(
         ) from None
     except OSError as exc:
         raise ProgramError(f"cannot open {name} {root}: {exc.strerror}") from None
-    acc = _Accumulator(limits)
+    return _walk_tree(fd, _Accumulator(limits))
+
+
+def _walk_tree(fd: int, acc: _Accumulator) -> dict[str, bytes]:
+    """The files under the directory ``fd`` (closed here)."""
     try:
         _walk(fd, "", acc)
     finally:
@@ -312,6 +328,14 @@ def _read_tree(
 
 
 def _walk(dir_fd: int, prefix: str, acc: _Accumulator) -> None:
+    if acc.exclude:
+        st = os.fstat(dir_fd)
+        if (st.st_dev, st.st_ino) in acc.exclude:
+            where = prefix.rstrip("/") or "the program folder"
+            raise ProgramError(
+                f"{where} is the server's records, which no program may hold; keep your "
+                "program in a working directory of your own"
+            )
     limit = 2 * acc.limits.max_files
     entries: list[os.DirEntry[str]] = []
     with os.scandir(dir_fd) as it:

@@ -10,11 +10,13 @@ one the agent gave.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 from evopolicy_mcp.evaluation import snapshot
 from evopolicy_mcp.host.errors import HostError
+from evopolicy_mcp.host.program_root import ProgramRoot
 from evopolicy_mcp.store.database import Rejected
 from evopolicy_mcp.store.records import RunRecord
 from evopolicy_mcp.tasks.model import Task
@@ -92,9 +94,10 @@ def capture_program(
     program_dir: str | None,
     *,
     programs_dir: Path,
-    records_dir: Path,
+    root: ProgramRoot,
 ) -> snapshot.Program:
-    """Snapshot the program given inline or as a directory, or raise ``program_invalid``."""
+    """Snapshot the program given inline or as a directory, or raise ``program_invalid``.
+    A directory is opened once under ``root`` and copied through that descriptor."""
     if (files is None) == (program_dir is None):
         raise HostError(
             "program_invalid",
@@ -105,38 +108,13 @@ def capture_program(
         if files is not None:
             return snapshot.capture_files(files, programs_dir)
         assert program_dir is not None
-        return snapshot.capture(_program_path(program_dir, records_dir), programs_dir)
+        fd = root.open(program_dir)
+        try:
+            return snapshot.capture(fd, programs_dir, exclude=root.records)
+        finally:
+            os.close(fd)
     except snapshot.ProgramError as exc:
-        message = str(exc)
-        if program_dir is not None:
-            # snapshot names the resolved folder; the agent should see its own words.
-            message = message.replace(str(Path(program_dir).expanduser().resolve()), program_dir)
-        message = message.replace(str(records_dir), "<records>")
-        raise HostError("program_invalid", message) from None
-
-
-def _program_path(program_dir: str, records_dir: Path) -> Path:
-    if not isinstance(program_dir, str) or not program_dir.strip():
-        raise HostError("program_invalid", "program_dir is empty; give the folder of policy.py")
-    path = Path(program_dir).expanduser().resolve()
-    if not path.exists():
-        raise HostError(
-            "program_invalid",
-            f"program_dir {program_dir!r} does not exist; give the folder holding policy.py",
-        )
-    if not path.is_dir():
-        raise HostError(
-            "program_invalid",
-            f"program_dir {program_dir!r} is not a folder; give the folder holding policy.py",
-        )
-    # The records hold run secrets: a program must never be a snapshot of them.
-    if path.is_relative_to(records_dir) or records_dir.is_relative_to(path):
-        raise HostError(
-            "program_invalid",
-            "program_dir overlaps the server's records; keep your program in a working "
-            "directory of your own",
-        )
-    return path
+        raise HostError("program_invalid", str(exc)) from None
 
 
 def check_candidates(run: RunRecord, task: Task, candidates: list[str]) -> None:

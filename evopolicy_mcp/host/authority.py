@@ -45,6 +45,7 @@ from evopolicy_mcp.host.admission import (
 )
 from evopolicy_mcp.host.errors import ERROR_CODES, HostError
 from evopolicy_mcp.host.judge import judge
+from evopolicy_mcp.host.program_root import ProgramRoot
 from evopolicy_mcp.host.public import (
     FINALIZE_MESSAGE,
     remaining,
@@ -112,6 +113,7 @@ class Host:
         close_timeout: float = 10.0,
         isolation: Isolation | None = None,
         allow_program_dir: bool = True,
+        program_root: Path | None = None,
         resume: bool | str = True,
         hand_off: Callable[[str], None] | None = None,
     ) -> None:
@@ -136,6 +138,12 @@ class Host:
         self.hand_off = hand_off
         self.store = Store(Path(data_dir))
         self.data_dir = self.store.data_dir
+        # Where program_dir may point (None: anywhere the caller can name).
+        try:
+            self.program_root = ProgramRoot(program_root, self.data_dir)
+        except BaseException:
+            self.store.close()
+            raise
         self._specs: dict[str, EnvSpec] = {}
         self._run_tasks: dict[str, Task] = {}
         self._start_lock = threading.Lock()
@@ -367,7 +375,7 @@ class Host:
                 "(program_dir is off for clients on other machines)",
             )
         program = capture_program(
-            files, program_dir, programs_dir=self.store.programs_dir, records_dir=self.data_dir
+            files, program_dir, programs_dir=self.store.programs_dir, root=self.program_root
         )
         try:
             record = self.store.reserve(
@@ -604,6 +612,7 @@ class Host:
         if self._work is not None:
             self._work.close(self.close_timeout)
         self._closed = True
+        self.program_root.close()
         self.store.close()
         if self._own_runner is not None:
             self._own_runner.close()

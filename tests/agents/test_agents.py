@@ -148,7 +148,8 @@ def test_workspace_holds_program_task_and_config_only(
     texts = "".join(p.read_text() for p in ws.rglob("*") if p.is_file())
     assert run.secret.hex() not in texts
     config = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["evopolicy"]
-    assert config["args"][-4:] == ["--task", "mini", "--run", "r1"]
+    assert config["args"][-6:] == ["--task", "mini", "--run", "r1", "--program-root",
+                                   str(ws.resolve())]  # fmt: skip
 
 
 IGNORES_SIGTERM = """

@@ -152,8 +152,8 @@ async def test_a_server_killed_mid_evaluation_resumes_it_charged_once(tmp_path: 
         assert status["remaining"]["episodes"] == 8
 
 
-def test_serve_with_a_missing_tasks_dir_fails_with_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run(
+def _serve_once(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -161,18 +161,29 @@ def test_serve_with_a_missing_tasks_dir_fails_with_one_line(tmp_path: Path) -> N
             "serve",
             "--data-dir",
             str(tmp_path / "d"),
-            "--tasks-dir",
-            str(tmp_path / "missing"),
-        ],
+            *extra,
+        ],  # fmt: skip
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_serve_with_a_missing_tasks_dir_fails_with_one_line(tmp_path: Path) -> None:
+    proc = _serve_once(tmp_path, "--tasks-dir", str(tmp_path / "missing"))
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert proc.stderr.strip().splitlines()[-1].startswith("evopolicy-mcp serve: error:")
     assert "does not exist" in proc.stderr
+
+
+def test_serve_refuses_a_program_root_that_is_not_a_folder(tmp_path: Path) -> None:
+    proc = _serve_once(tmp_path, "--program-root", str(tmp_path / "nope"))
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"evopolicy-mcp serve: error: program root {tmp_path / 'nope'} is not a folder"
+    )
 
 
 async def test_a_run_finalized_by_a_client_that_quits_at_once_reaches_its_assessment(
