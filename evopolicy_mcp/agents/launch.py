@@ -191,9 +191,10 @@ def _prepare(
     try:
         if host.store.get_run(run_id) is not None:
             raise AgentError(f"run {run_id!r} exists already; give a new --run name")
-        spec = host.describe_task(opts.task)
+        host.describe_task(opts.task)  # refuses a task whose environment is unavailable
+        info = host.task_info(opts.task)
         prompt = (
-            guide.evolve_policy_prompt(opts.task, spec.summary, guide.budget_line(spec.budget))
+            guide.evolve_policy_prompt(opts.task, info.summary, guide.budget_line(info.budget))
             + "\n\n"
             + WORKSPACE_NOTE
             + "\n"

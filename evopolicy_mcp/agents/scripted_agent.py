@@ -188,6 +188,13 @@ class Agent:
         )
         return content
 
+    async def describe(self, task: str) -> dict[str, Any]:
+        """The task's whole spec: every page of describe_task, merged."""
+        spec = await self.call("describe_task", {"task_id": task})
+        for page in range(2, int(spec.get("pages", 1)) + 1):
+            spec.update(await self.call("describe_task", {"task_id": task, "page": page}))
+        return spec
+
     async def evaluate(self, plan: Plan, label: str, source: str, params: Params | None) -> Tried:
         """Submit ``program/`` as it is now on the plan's indices and wait for its score."""
         assert self.run_id is not None
@@ -217,7 +224,7 @@ class Agent:
         tried = Tried(
             submission_id=view["submission_id"],
             label=label,
-            score=view["score"] if view["status"] == "complete" else None,
+            score=view.get("score") if view["status"] == "complete" else None,
             policy_failures=int(view.get("policy_failures") or 0),
             digest=view.get("program_digest", ""),
             source=source,
@@ -294,7 +301,7 @@ class Agent:
 
     async def play(self) -> dict[str, Any]:
         task = await self.pick_task()
-        spec = await self.call("describe_task", {"task_id": task})
+        spec = await self.describe(task)
         run = await self.call("start_run", {"task_id": task})
         self.run_id = run["run_id"]
         self.left = run["remaining"]

@@ -98,7 +98,8 @@ async def _submit(
 
 def _returns(view: dict[str, Any]) -> str:
     return ", ".join(
-        f"{e['index']}: {e['episode_return']:g}" + (f" ({e['failure']})" if e["failure"] else "")
+        f"{e['index']}: {e['episode_return']:g}"
+        + (f" ({e['failure']})" if e.get("failure") else "")
         for e in view["episode_summaries"]
     )
 

@@ -44,6 +44,7 @@ from evopolicy_mcp.host.admission import (
     rejection,
 )
 from evopolicy_mcp.host.errors import ERROR_CODES, HostError
+from evopolicy_mcp.host.feedback_pages import submission_view
 from evopolicy_mcp.host.judge import judge
 from evopolicy_mcp.host.program_root import ProgramRoot
 from evopolicy_mcp.host.public import (
@@ -53,7 +54,6 @@ from evopolicy_mcp.host.public import (
     run_state,
     run_status,
     submission_status,
-    submission_view,
     task_info,
     task_spec,
 )
@@ -200,9 +200,15 @@ class Host:
             tasks = [t for t in tasks if t.id == self.bind[0]]
         return [task_info(t) for t in tasks]
 
-    def describe_task(self, task_id: str) -> TaskSpec:
+    def task_info(self, task_id: str) -> TaskInfo:
+        return task_info(self._task(task_id))
+
+    def describe_task(
+        self, task_id: str, *, page: int = 1, max_chars: int | None = None
+    ) -> TaskSpec:
+        """The task's public spec: whole, or with ``max_chars`` page ``page`` of it."""
         task = self._task(task_id)
-        return task_spec(task, self._spec(task))
+        return task_spec(task, self._spec(task), page=page, max_chars=max_chars)
 
     def _task(self, task_id: str) -> Task:
         if self.bind is not None and task_id != self.bind[0]:
@@ -338,12 +344,24 @@ class Host:
         task = self._run_task(run)
         return run_info(run.id, task, run_state(run.state), self._remaining(run))
 
-    def run_status(self, run_id: str) -> RunStatus:
+    def run_status(
+        self, run_id: str, *, offset: int = 0, max_chars: int | None = None
+    ) -> RunStatus:
+        """Budget and state; the submissions from ``offset`` (as many as fit ``max_chars``)."""
         run = self._run(run_id)
         subs = self.store.list_submissions(run.id)
         used = sum(s.charged for s in subs if s.state != "refunded")
         task = self._run_task(run)
-        return run_status(run.id, task, run_state(run.state), self._remaining(run), used, subs)
+        return run_status(
+            run.id,
+            task,
+            run_state(run.state),
+            self._remaining(run),
+            used,
+            subs,
+            offset=offset,
+            max_chars=max_chars,
+        )
 
     # ------------------------------------------------------------ admission
 
@@ -429,7 +447,9 @@ class Host:
             raise missing
         return data
 
-    def wait(self, run_id: str, submission_id: str, timeout: float) -> SubmissionView:
+    def wait(
+        self, run_id: str, submission_id: str, timeout: float, *, max_chars: int | None = None
+    ) -> SubmissionView:
         """Feedback once the submission is settled, or its progress after ``timeout`` s."""
         run = self._run(run_id)
         self._submission(run, submission_id)
@@ -439,7 +459,7 @@ class Host:
             return sub is None or sub.state not in PENDING
 
         self.work.wait_until(settled, timeout, _POLL_SECONDS)
-        return self.feedback(run_id, submission_id)
+        return self.feedback(run_id, submission_id, max_chars=max_chars)
 
     def feedback(
         self,
@@ -449,7 +469,9 @@ class Host:
         episode: int | None = None,
         offset: int = 0,
         limit: int = 50,
+        max_chars: int | None = None,
     ) -> SubmissionView:
+        """A page of a submission's feedback (see :func:`~evopolicy_mcp.host.feedback_pages.submission_view`)."""
         run = self._run(run_id)
         sub = self._submission(run, submission_id)
         task = self._run_task(run)
@@ -479,6 +501,7 @@ class Host:
             offset=offset,
             limit=limit,
             redact=self._redact,
+            max_chars=max_chars,
         )
 
     def _redact(self, text: str | None) -> str | None:

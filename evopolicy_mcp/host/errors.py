@@ -26,6 +26,7 @@ ERROR_CODES = frozenset(
         "run_limit",
         "bound_run",
         "bad_episode",
+        "bad_page",
         "task_unavailable",
         "unknown_artifact",
     }

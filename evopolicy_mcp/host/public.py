@@ -10,15 +10,15 @@ comes here).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from evopolicy_mcp.adapters.protocol import EnvSpec
-from evopolicy_mcp.evaluation.feedback import EpisodeSummary, Feedback, Trace
+from evopolicy_mcp.host.errors import HostError
 from evopolicy_mcp.host.guide import ABI_GUIDE
+from evopolicy_mcp.host.pages import compact_text, largest_fit
 from evopolicy_mcp.host.views import (
     BudgetView,
-    EpisodeView,
     LimitsView,
     Remaining,
     RunInfo,
@@ -27,7 +27,6 @@ from evopolicy_mcp.host.views import (
     ScoreView,
     SubmissionBrief,
     SubmissionStatus,
-    SubmissionView,
     TaskInfo,
     TaskSpec,
 )
@@ -37,23 +36,19 @@ from evopolicy_mcp.tasks.model import Task
 __all__ = [
     "BASELINE_MAX_BYTES",
     "FINALIZE_MESSAGE",
-    "MAX_PAGE",
     "baseline_files",
     "budget_view",
-    "episode_view",
     "remaining",
     "rules",
     "run_info",
     "run_state",
     "run_status",
     "submission_status",
-    "submission_view",
     "task_info",
     "task_spec",
 ]
 
 BASELINE_MAX_BYTES = 256 * 1024
-MAX_PAGE = 200
 FINALIZE_MESSAGE = (
     "authority closed; the host now selects among your candidates on hidden episodes. "
     "No scores are returned."
@@ -138,9 +133,18 @@ def baseline_files(directory: Path, limit: int = BASELINE_MAX_BYTES) -> dict[str
     return files
 
 
-def task_spec(task: Task, spec: EnvSpec) -> TaskSpec:
+# The fields after ``limits``: they fill the pages after the first, in this order.
+_LATER_FIELDS = ("baseline_files", "policy_abi", "rules", "metrics", "metadata")
+_HINT_CHARS = 300  # room kept on a page for its hint
+
+
+def task_spec(
+    task: Task, spec: EnvSpec, *, page: int = 1, max_chars: int | None = None
+) -> TaskSpec:
+    """The task's public spec; with ``max_chars``, page ``page`` of it (pages of whole
+    fields, each within ``max_chars`` unless one field alone is longer)."""
     s, lim = task.score, task.limits
-    return TaskSpec(
+    full = TaskSpec(
         id=task.id,
         title=task.title,
         summary=task.summary,
@@ -149,8 +153,6 @@ def task_spec(task: Task, spec: EnvSpec) -> TaskSpec:
         parameters=dict(task.parameters),
         observation_space=spec.observation_space,
         action_space=spec.action_space,
-        metadata=dict(spec.metadata),
-        metrics=dict(spec.metrics),
         max_steps=spec.max_steps,
         score=ScoreView(
             metric=s.metric,
@@ -167,10 +169,50 @@ def task_spec(task: Task, spec: EnvSpec) -> TaskSpec:
             memory_mb=lim.memory_mb,
             cpu_seconds=lim.cpu_seconds,
         ),
-        rules=rules(task),
-        policy_abi=ABI_GUIDE,
         baseline_files=baseline_files(task.baseline_dir),
+        policy_abi=ABI_GUIDE,
+        rules=rules(task),
+        metrics=dict(spec.metrics),
+        metadata=dict(spec.metadata),
     )
+    if max_chars is None:
+        return full
+    pages = _spec_pages(full, max_chars - _HINT_CHARS)
+    if not 1 <= page <= len(pages):
+        raise HostError(
+            "bad_page", f"task {task.id} has {len(pages)} page(s); page must be 1..{len(pages)}"
+        )
+    fields = set(pages[page - 1]) | (_FIRST_PAGE if page == 1 else set())
+    hint = None
+    if page < len(pages):
+        hint = (
+            f"page {page} of {len(pages)}; describe_task(task_id={task.id!r}, page={page + 1}) "
+            f"has {', '.join(pages[page])}"
+        )
+    return _only(full, fields).model_copy(update={"page": page, "pages": len(pages), "hint": hint})
+
+
+_PAGING = {"id", "page", "pages", "hint"}
+_FIRST_PAGE = set(TaskSpec.model_fields) - set(_LATER_FIELDS) - _PAGING
+
+
+def _only(spec: TaskSpec, fields: set[str]) -> TaskSpec:
+    """``spec`` with only ``fields`` (and its id and paging fields) set."""
+    return spec.model_copy(
+        update={f: None for f in TaskSpec.model_fields if f not in fields | _PAGING}
+    )
+
+
+def _spec_pages(full: TaskSpec, max_chars: int) -> list[list[str]]:
+    """The later fields each page holds, in order; page 1 also holds every earlier field."""
+    pages: list[list[str]] = [[]]
+    for name in _LATER_FIELDS:
+        fields = {*pages[-1], name} | (_FIRST_PAGE if len(pages) == 1 else set())
+        if len(compact_text(_only(full, fields))) > max_chars:
+            pages.append([name])
+        else:
+            pages[-1].append(name)
+    return pages
 
 
 def remaining(
@@ -181,148 +223,6 @@ def remaining(
         episodes=max(0, b.episodes - episodes_used),
         submissions=max(0, b.submissions - submissions_used),
         wall_seconds=None if deadline is None else round(max(0.0, deadline - time.time()), 3),
-    )
-
-
-def _keep(text: str | None) -> str | None:
-    return text
-
-
-# In a page of many episodes, texts a policy produced are cut to these sizes and a text
-# equal to one shown earlier on the page is not repeated; episode=N shows it whole.
-# A page then stays well inside what agent CLIs accept from one tool call.
-PAGE_TRACEBACK_CHARS = 1200
-PAGE_STDERR_CHARS = 600
-
-
-def _tail(text: str | None, limit: int, index: int) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return f"[...cut; get_feedback(episode={index}) shows all]\n" + text[-limit:]
-
-
-def episode_view(
-    s: EpisodeSummary,
-    redact: Callable[[str | None], str | None] = _keep,
-    *,
-    seen: dict[str, int] | None = None,
-) -> EpisodeView:
-    """One episode's public summary; with ``seen`` (a page's memory of texts already
-    shown, text -> episode index), long texts are cut, repeats are referenced and
-    the adapter's report is left to the episode's own view."""
-    traceback, stderr = redact(s.traceback), redact(s.stderr)
-    if seen is not None:
-        texts: list[str | None] = []
-        for text, limit in ((traceback, PAGE_TRACEBACK_CHARS), (stderr, PAGE_STDERR_CHARS)):
-            if text and text in seen:
-                texts.append(f"[same as episode {seen[text]}]")
-                continue
-            if text:
-                seen[text] = s.index
-            texts.append(_tail(text, limit, s.index))
-        traceback, stderr = texts
-    return EpisodeView(
-        index=s.index,
-        status=s.status,
-        failure=s.failure.value if s.failure is not None else None,
-        message=redact(s.message),
-        traceback=traceback,
-        stderr=stderr,
-        episode_return=s.episode_return,
-        steps=s.steps,
-        terminated=s.terminated,
-        truncated=s.truncated,
-        metrics=dict(s.metrics),
-        report=s.report if seen is None else None,  # long: episode=N carries it
-    )
-
-
-def submission_view(
-    *,
-    run_id: str,
-    submission_id: str,
-    status: SubmissionStatus,
-    selector: str,
-    indices: Sequence[int],
-    task: Task,
-    program_digest: str,
-    remaining: Remaining,
-    feedback: Feedback | None,
-    partial: Sequence[EpisodeSummary] = (),
-    message: str | None = None,
-    episode: int | None = None,
-    offset: int = 0,
-    limit: int = 50,
-    redact: Callable[[str | None], str | None] = _keep,
-) -> SubmissionView:
-    """One page of a submission's public feedback.
-
-    ``feedback`` is the committed feedback of a complete submission; while it
-    runs, ``partial`` holds the episodes finished so far. ``redact`` cleans the
-    texts a policy wrote (its output may name host paths it can see).
-    """
-    summaries = (
-        list(feedback.episodes) if feedback is not None else sorted(partial, key=lambda s: s.index)
-    )
-    traces: list[Trace] = list(feedback.traces) if feedback is not None else []
-    offset = max(0, offset)
-    limit = min(max(1, limit), MAX_PAGE)
-    next_offset: int | None = None
-    hint: str | None = None
-    if episode is not None:
-        page = [s for s in summaries if s.index == episode]
-        if not page and status == "running":
-            hint = f"episode {episode} has not finished yet; call get_feedback again later"
-    else:
-        page = summaries[offset : offset + limit]
-        if offset + limit < len(summaries):
-            next_offset = offset + limit
-            hint = (
-                f"{len(summaries) - next_offset} more episode summaries: call get_feedback "
-                f"again with offset={next_offset}"
-            )
-        elif offset and offset >= len(summaries) and summaries:
-            hint = f"offset {offset} is past the last episode summary ({len(summaries)} in all)"
-        traced = [t.index for t in traces]
-        if traced:
-            more = f"step traces of episodes {traced}: get_feedback(episode=N) shows one"
-            hint = f"{hint}; {more}" if hint else more
-        if any(s.report for s in page):
-            more = "each episode's diagnostic report: get_feedback(episode=N)"
-            hint = f"{hint}; {more}" if hint else more
-    # Step traces are long: a page lists summaries, episode=N carries its trace.
-    shown = {s.index for s in page} if episode is not None else set()
-    seen: dict[str, int] = {}
-    failures = dict(feedback.failures) if feedback is not None else {}
-    if feedback is None:
-        for s in summaries:
-            if s.failure is not None:
-                failures[s.failure.value] = failures.get(s.failure.value, 0) + 1
-    if message is None and feedback is not None:
-        message = feedback.summary_line()
-    return SubmissionView(
-        run_id=run_id,
-        submission_id=submission_id,
-        status=status,
-        episodes=selector,
-        indices_total=len(indices),
-        episodes_done=len(indices) if status == "complete" else len(summaries),
-        score=feedback.score if feedback is not None else None,
-        score_metric=task.score.metric,
-        direction=task.score.direction,
-        policy_failures=sum(failures.values()),
-        failures=failures,
-        metrics=dict(feedback.metrics) if feedback is not None else {},
-        episode_summaries=[
-            episode_view(s, redact, seen=None if episode is not None else seen) for s in page
-        ],
-        traces=[t for t in traces if t.index in shown],
-        offset=offset,
-        next_offset=next_offset,
-        hint=hint,
-        remaining=remaining,
-        program_digest=program_digest[:12],
-        message=message,
     )
 
 
@@ -365,25 +265,48 @@ def run_status(
     rem: Remaining,
     episodes_used: int,
     submissions: Sequence[SubmissionRecord],
+    *,
+    offset: int = 0,
+    max_chars: int | None = None,
 ) -> RunStatus:
-    return RunStatus(
-        run_id=run_id,
-        task_id=task.id,
-        open=state == "open",
-        state=state,
-        episodes_used=episodes_used,
-        submissions_used=sum(s.state != "refunded" for s in submissions),
-        remaining=rem,
-        submissions=[
-            SubmissionBrief(
-                submission_id=s.id,
-                episodes=s.selector,
-                indices_total=len(s.indices),
-                status=submission_status(s.state),
-                score=s.score if s.state == "complete" else None,
-                policy_failures=s.policy_failures or 0,
+    """The run's state and its submissions from ``offset``; with ``max_chars``, as
+    many as fit (the hint names the offset of the rest)."""
+    offset = max(0, offset)
+    briefs = [
+        SubmissionBrief(
+            submission_id=s.id,
+            episodes=s.selector,
+            indices_total=len(s.indices),
+            status=submission_status(s.state),
+            score=s.score if s.state == "complete" else None,
+            policy_failures=s.policy_failures or 0,
+        )
+        for s in submissions[offset:]
+    ]
+
+    def build(n: int) -> RunStatus:
+        following = offset + n if offset + n < len(submissions) else None
+        hint = None
+        if following is not None:
+            hint = (
+                f"{len(submissions) - following} more submissions: call run_status again "
+                f"with offset={following}"
             )
-            for s in submissions
-        ],
-        wall_seconds_left=rem.wall_seconds,
-    )
+        elif offset and offset >= len(submissions):
+            hint = f"offset {offset} is past the last submission ({len(submissions)} in all)"
+        return RunStatus(
+            run_id=run_id,
+            task_id=task.id,
+            open=state == "open",
+            state=state,
+            episodes_used=episodes_used,
+            submissions_used=sum(s.state != "refunded" for s in submissions),
+            remaining=rem,
+            wall_seconds_left=rem.wall_seconds,
+            hint=hint,
+            offset=offset,
+            next_offset=following,
+            submissions=briefs[:n],
+        )
+
+    return largest_fit(build, len(briefs), max_chars, least=min(1, len(briefs)))

@@ -22,6 +22,7 @@ from evopolicy_mcp.evaluation.feedback import Trace
 __all__ = [
     "BudgetView",
     "EpisodeView",
+    "EvaluationView",
     "EventView",
     "FinalizeAck",
     "LimitsView",
@@ -59,7 +60,7 @@ class BudgetView(_View):
     per_submission: int = Field(description="most episodes in one submission")
     pool: int = Field(description="training pool size: valid indices are 0..pool-1")
     wall_seconds: float | None = Field(
-        description="wall-clock limit of a run from start_run, if any"
+        default=None, description="wall-clock limit of a run from start_run, if any"
     )
     validation_candidates: int = Field(description="most candidates finalize accepts")
 
@@ -90,32 +91,40 @@ class LimitsView(_View):
 
 
 class TaskSpec(_View):
+    """A task's public spec. A long one comes in pages: page 1 holds the fields from
+    ``title`` to ``limits``, and the fields after them fill the next pages in order."""
+
     id: str
-    title: str
-    summary: str
-    description: str
-    adapter: str
-    parameters: dict[str, Any]
-    observation_space: dict[str, Any]
-    action_space: dict[str, Any]
-    metadata: dict[str, Any]
-    metrics: dict[str, str] = Field(description="per-episode metric name -> meaning")
-    max_steps: int | None
-    score: ScoreView
-    budget: BudgetView
-    limits: LimitsView
-    rules: list[str]
-    policy_abi: str = Field(description="how to write policy.py")
-    baseline_files: dict[str, str] = Field(
-        description="the baseline program: relative path -> source"
+    title: str | None = None
+    summary: str | None = None
+    description: str | None = None
+    adapter: str | None = None
+    parameters: dict[str, Any] | None = None
+    observation_space: dict[str, Any] | None = None
+    action_space: dict[str, Any] | None = None
+    max_steps: int | None = None
+    score: ScoreView | None = None
+    budget: BudgetView | None = None
+    limits: LimitsView | None = None
+    baseline_files: dict[str, str] | None = Field(
+        default=None, description="the baseline program: relative path -> source"
     )
+    policy_abi: str | None = Field(default=None, description="how to write policy.py")
+    rules: list[str] | None = None
+    metrics: dict[str, str] | None = Field(
+        default=None, description="per-episode metric name -> meaning"
+    )
+    metadata: dict[str, Any] | None = None
+    page: int = 1
+    pages: int = 1
+    hint: str | None = Field(default=None, description="how to read the next page")
 
 
 class Remaining(_View):
     episodes: int
     submissions: int
     wall_seconds: float | None = Field(
-        description="seconds left before submissions stop, if limited"
+        default=None, description="seconds left before submissions stop, if limited"
     )
 
 
@@ -139,37 +148,61 @@ class EpisodeView(_View):
     steps: int
     terminated: bool = False
     truncated: bool = False
-    metrics: dict[str, float] = Field(default_factory=dict)
+    metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="the episode's metrics; in a page of many episodes those equal to 0 are left out",
+    )
     report: dict[str, Any] | None = Field(
         default=None, description="the environment's diagnostics of this episode, if it gives any"
     )
 
 
 class SubmissionView(_View):
+    """A submission's feedback. A field holding its default (null, false, 0, empty) is
+    left out of what the agent reads."""
+
     run_id: str
     submission_id: str
     status: SubmissionStatus = Field(
         description="running | complete | failed (a host fault: not charged)"
     )
+    message: str | None = None
+    hint: str | None = Field(default=None, description="what to call next, when there is more")
     episodes: str = Field(description="the selector as submitted")
     indices_total: int
     episodes_done: int
-    score: float | None
+    score: float | None = None
     score_metric: str
     direction: Literal["maximize", "minimize"]
     policy_failures: int
     failures: dict[str, int]
-    metrics: dict[str, float]
-    episode_summaries: list[EpisodeView]
-    traces: list[Trace] = Field(
-        description="step traces of the episodes on this page that have one"
-    )
-    offset: int = 0
-    next_offset: int | None = None
-    hint: str | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
     remaining: Remaining
     program_digest: str
-    message: str | None = None
+    offset: int = 0
+    next_offset: int | None = None
+    episode_summaries: list[EpisodeView] = Field(default_factory=list)
+    traces: list[Trace] = Field(
+        default_factory=list, description="step traces of the episodes on this page that have one"
+    )
+
+
+class EvaluationView(_View):
+    """``evaluate --json``: one program on a task's episodes, with the feedback fields
+    named as in :class:`SubmissionView`."""
+
+    task_id: str
+    split: str
+    indices_total: int
+    score: float | None = None
+    score_metric: str
+    direction: Literal["maximize", "minimize"]
+    policy_failures: int
+    failures: dict[str, int]
+    metrics: dict[str, float] = Field(default_factory=dict)
+    seconds: float
+    episode_summaries: list[EpisodeView]
+    traces: list[Trace] = Field(default_factory=list)
 
 
 class SubmissionBrief(_View):
@@ -177,8 +210,8 @@ class SubmissionBrief(_View):
     episodes: str
     indices_total: int
     status: SubmissionStatus
-    score: float | None
-    policy_failures: int
+    score: float | None = None
+    policy_failures: int = 0
 
 
 class RunStatus(_View):
@@ -189,8 +222,11 @@ class RunStatus(_View):
     episodes_used: int
     submissions_used: int
     remaining: Remaining
-    submissions: list[SubmissionBrief]
-    wall_seconds_left: float | None
+    wall_seconds_left: float | None = None
+    hint: str | None = None
+    offset: int = 0
+    next_offset: int | None = None
+    submissions: list[SubmissionBrief] = Field(default_factory=list)
 
 
 class FinalizeAck(_View):

@@ -19,13 +19,14 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.types import INVALID_PARAMS, CallToolResult, ToolAnnotations
+from pydantic import Field
 
 from evopolicy_mcp.host import guide
 from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.host.pages import RESULT_CHARS, compact_text
 from evopolicy_mcp.host.views import (
     FinalizeAck,
     RunInfo,
@@ -41,8 +42,14 @@ from evopolicy_mcp.server.bridge import (
     all_pages,
     host_call,
     resource_call,
-    running_hint,
 )
+from evopolicy_mcp.server.results import (
+    FILE_MIME,
+    EvopolicyServer,
+    agent_result,
+    list_result,
+)
+from evopolicy_mcp.server.schemas import lean_schema
 
 __all__ = ["build_server"]
 
@@ -58,39 +65,10 @@ RunId = Annotated[str, Field(description="the run_id returned by start_run")]
 SubmissionId = Annotated[str, Field(description="a submission_id returned by submit_policy")]
 
 
-def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same output schema with every ``$ref`` inlined and ``X | None`` as a type list.
-
-    Clients validate each result against it; reference lookups and ``anyOf``
-    branches made the SDK's own client spend ~30 ms on a 100-submission
-    ``run_status``. The schemas describe the same documents either way.
-    """
-    defs = schema.get("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if "$ref" in node:
-            target = walk(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {**target, **{k: walk(v) for k, v in node.items() if k != "$ref"}}
-        out = {k: walk(v) for k, v in node.items() if k != "$defs"}
-        branches = out.get("anyOf")
-        if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
-            other = branches[0] if branches[1] == {"type": "null"} else branches[1]
-            if isinstance(other.get("type"), str):
-                del out["anyOf"]
-                out = {**other, **out, "type": [other["type"], "null"]}
-        return out
-
-    return walk(schema)
-
-
 def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     """The MCP server over ``host`` (an open Host, or a factory called on connect)."""
     slot = HostSlot(host)
-    mcp = MCPServer(
+    mcp = EvopolicyServer(
         "evopolicy",
         title="evopolicy: evolve executable policies",
         instructions=guide.SERVER_INSTRUCTIONS,
@@ -105,10 +83,11 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
                 fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=annotations
             )
             registered = mcp._tool_manager.get_tool(fn.__name__)
-            if registered is not None and registered.fn_metadata.output_schema is not None:
-                registered.fn_metadata.output_schema = flat_schema(
-                    registered.fn_metadata.output_schema
-                )
+            if registered is not None:
+                registered.parameters = lean_schema(registered.parameters)
+                meta = registered.fn_metadata
+                if meta.output_schema is not None:
+                    meta.output_schema = lean_schema(meta.output_schema, output=True)
             return fn
 
         return register
@@ -128,30 +107,34 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             await progress.report(view.episodes_done, view.indices_total)
 
     @tool(_READ_ONLY)
-    async def list_tasks() -> list[TaskInfo]:
-        """List the tasks this server offers: id, title, one-line summary and budget of each.
-
-        Costs nothing."""
-        return await host_call("list_tasks", slot.host.list_tasks)
+    async def list_tasks() -> Annotated[CallToolResult, list[TaskInfo]]:
+        """List the tasks: id, title, one-line summary and budget of each. Costs nothing."""
+        return list_result(await host_call("list_tasks", slot.host.list_tasks))
 
     @tool(_READ_ONLY)
-    async def describe_task(task_id: TaskId) -> TaskSpec:
-        """The full public spec of a task: description, observation and action spaces with
-        their meanings, parameters, scoring, budget, limits, rules, the policy ABI and the
-        baseline program (baseline_files: relative path -> source; start from it).
-
-        Costs nothing."""
-        return await host_call("describe_task", lambda: slot.host.describe_task(task_id))
+    async def describe_task(
+        task_id: TaskId,
+        page: Annotated[int, Field(ge=1, description="page of a long spec (see hint)")] = 1,
+    ) -> Annotated[CallToolResult, TaskSpec]:
+        """A task's public spec: description, observation and action spaces with their
+        meanings, scoring, budget, limits, then the baseline program (baseline_files: path ->
+        source; start from it), the policy ABI, the rules, metrics and metadata. A long spec
+        comes in pages: when pages > 1, read the next with page=N. Costs nothing."""
+        return agent_result(
+            await host_call(
+                "describe_task",
+                lambda: slot.host.describe_task(task_id, page=page, max_chars=RESULT_CHARS),
+            )
+        )
 
     @tool(ToolAnnotations(read_only_hint=False, open_world_hint=False))
-    async def start_run(task_id: TaskId) -> RunInfo:
-        """Start a run on a task and get its run_id, budget, pool size and rules.
+    async def start_run(task_id: TaskId) -> Annotated[CallToolResult, RunInfo]:
+        """Start a run on a task: its run_id, budget, pool size and rules. Keep the run_id.
 
-        The task fixes the budget (episodes, submissions, episodes per submission, pool
-        size, maybe wall time); it cannot be changed. Costs nothing from any budget, but the
-        operator may cap how many runs a server starts, or bind the server to one run (then
-        this returns that run). Keep the run_id for every later call."""
-        return await host_call("start_run", lambda: slot.host.start_run(task_id))
+        The task fixes the budget (episodes, submissions, episodes per submission, pool, maybe
+        wall time). Costs nothing; the operator may cap the runs a server starts, or bind it
+        to one run (then this returns that run)."""
+        return agent_result(await host_call("start_run", lambda: slot.host.start_run(task_id)))
 
     @tool(ToolAnnotations(read_only_hint=False, open_world_hint=False))
     async def submit_policy(
@@ -160,52 +143,36 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             str,
             Field(
                 description=(
-                    "training-pool indices to evaluate on: comma-separated indices and "
-                    "half-open ranges, strictly increasing, e.g. '0:4' or '0:2,5,8:10' "
-                    "(= 0,1,5,8,9). Reusing an index replays the same hidden episode."
+                    "training-pool indices: indices and half-open ranges, strictly "
+                    "increasing, e.g. '0:4' or '0:2,5,8:10' (= 0,1,5,8,9)"
                 )
             ),
         ],
         ctx: Context,
         files: Annotated[
             dict[str, str] | None,
-            Field(
-                description=(
-                    "the program inline: relative path -> file text, with policy.py at the "
-                    "top. Give either files or program_dir."
-                )
-            ),
+            Field(description="the program inline: relative path -> text, policy.py at the top"),
         ] = None,
         program_dir: Annotated[
             str | None,
-            Field(description="absolute path of a local directory holding policy.py"),
+            Field(description="or: absolute path of a local directory holding policy.py"),
         ] = None,
         wait_seconds: Annotated[
             float,
-            Field(
-                ge=0,
-                le=WAIT_MAX,
-                description=(
-                    "how long to wait for the result before returning status 'running' "
-                    "(evaluation continues in the background either way)"
-                ),
-            ),
+            Field(ge=0, le=WAIT_MAX, description="wait this long for the result, then 'running'"),
         ] = 45.0,
-    ) -> SubmissionView:
-        """Submit a program and evaluate it on chosen training-pool episodes.
+    ) -> Annotated[CallToolResult, SubmissionView]:
+        """Evaluate a program on chosen training-pool episodes.
 
-        Cost: once admitted, the submission is charged len(selected indices) episodes and
-        one submission, reserved atomically; it stays charged whatever the program does
-        (a crash or timeout is a scored policy failure). A rejected call (bad selector,
-        index out of the pool, over budget, over the per-submission cap, no submissions
-        left, run closed, time up) and a program that fails to capture (missing policy.py,
-        too large, bad path) cost nothing. Reusing an index replays the same hidden episode,
-        so two programs on the same indices are a matched comparison; it is charged again.
+        Cost: once admitted, len(selected indices) episodes and one submission, reserved
+        atomically, whatever the program does (a crash or timeout is a scored policy
+        failure). A rejected call and a program that fails to capture (missing policy.py,
+        too large, bad path) cost nothing. Reusing an index replays the same hidden episode
+        (a matched comparison) and is charged again.
 
-        Sends progress notifications as episodes finish. Waits up to wait_seconds, then
-        returns the complete feedback, or status 'running' with the submission_id: call
-        get_feedback(run_id, submission_id, wait_seconds=45) for the rest. The program is
-        snapshotted at admission; later edits do not change this submission."""
+        Sends progress notifications; after wait_seconds returns the feedback, or status
+        'running': then get_feedback(run_id, submission_id, wait_seconds=45). The program is
+        snapshotted at admission."""
         progress = Progress(ctx)
         async with progress.pumping():
             outcome = await _submit_and_wait(
@@ -217,7 +184,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         view = outcome
         if view.status != "running":
             await progress.report(view.indices_total, view.indices_total, view.status)
-        return running_hint(view)
+        return agent_result(view)
 
     @tool(_READ_ONLY)
     async def get_feedback(
@@ -226,63 +193,76 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         ctx: Context,
         episode: Annotated[
             int | None,
-            Field(ge=0, description="a pool index: show only that episode, with its trace"),
+            Field(ge=0, description="a pool index: that episode in full, with its step trace"),
         ] = None,
         wait_seconds: Annotated[
-            float,
-            Field(ge=0, le=WAIT_MAX, description="wait up to this long while it is running"),
+            float, Field(ge=0, le=WAIT_MAX, description="wait up to this long while running")
         ] = 0.0,
-        offset: Annotated[int, Field(ge=0, description="first episode summary to show")] = 0,
+        offset: Annotated[
+            int, Field(ge=0, description="first episode summary (with episode: first trace step)")
+        ] = 0,
         limit: Annotated[int, Field(ge=1, le=200, description="most episode summaries")] = 50,
-    ) -> SubmissionView:
-        """Feedback of a submission: status, score, per-episode summaries (status, return,
-        steps, failure code, traceback and stderr excerpts), task metrics and step traces.
+    ) -> Annotated[CallToolResult, SubmissionView]:
+        """Feedback of a submission: status, score, per-episode summaries (return, steps,
+        failure code, traceback and stderr excerpts, metrics), task metrics; episode=N adds
+        that episode's report and step trace.
 
-        Costs nothing. With wait_seconds > 0 it waits while the submission is running and
-        sends progress notifications. Long feedback is paged: when next_offset is set,
-        call again with offset=next_offset. episode=N shows one pool index in full."""
+        Costs nothing. wait_seconds > 0 waits while it runs, with progress notifications.
+        Long feedback is paged: when next_offset is set, call again with offset=next_offset
+        (the hint says so). Fields at their default (null, false, 0, empty) are left out,
+        and so are a page's per-episode metrics equal to 0."""
         if wait_seconds > 0:
             await wait_for(ctx, run_id, submission_id, wait_seconds)
         view = await host_call(
             "get_feedback",
             lambda: slot.host.feedback(
-                run_id, submission_id, episode=episode, offset=offset, limit=limit
+                run_id,
+                submission_id,
+                episode=episode,
+                offset=offset,
+                limit=limit,
+                max_chars=RESULT_CHARS,
             ),
         )
-        return running_hint(view)
+        return agent_result(view)
 
     @tool(_READ_ONLY)
-    async def run_status(run_id: RunId) -> RunStatus:
+    async def run_status(
+        run_id: RunId,
+        offset: Annotated[int, Field(ge=0, description="first submission to list")] = 0,
+    ) -> Annotated[CallToolResult, RunStatus]:
         """Budget and state of a run: episodes and submissions used and remaining, wall time
-        left, each submission with its public score and state, whether the run is open.
-
-        Costs nothing."""
-        return await host_call("run_status", lambda: slot.host.run_status(run_id))
+        left, each submission's public score and state, whether the run is open. Costs
+        nothing."""
+        return agent_result(
+            await host_call(
+                "run_status",
+                lambda: slot.host.run_status(run_id, offset=offset, max_chars=RESULT_CHARS),
+            )
+        )
 
     @tool(ToolAnnotations(destructive_hint=True, open_world_hint=False))
     async def finalize(
         run_id: RunId,
         candidates: Annotated[
             list[str],
-            Field(
-                min_length=1,
-                description="submission ids of your best programs, best first (a few)",
-            ),
+            Field(min_length=1, description="submission ids of your best programs, best first"),
         ],
-    ) -> FinalizeAck:
-        """Hand over your candidates and close the run. Irreversible.
+    ) -> Annotated[CallToolResult, FinalizeAck]:
+        """Hand over your candidates and close the run. Irreversible; costs no episodes.
 
-        After this no call can submit to the run. Submissions still running finish first
+        No call can submit to the run after this. Submissions still running finish first
         (their feedback stays readable); then the host evaluates every candidate on the
         same hidden validation episodes, selects the best score (then fewer policy failures,
-        then your order) and measures the selected program on held-out episodes. You get an
-        acknowledgement only: those scores are never returned. Unknown or duplicate ids, or
-        more candidates than the task allows, are rejected and leave the run open. Costs no
-        episodes."""
-        return await host_call(
-            "finalize",
-            lambda: slot.host.finalize(run_id, list(candidates)),
-            fault="call run_status to see whether the run was closed",
+        then your order) and measures it on held-out episodes; those scores are never
+        returned. Unknown or duplicate ids, or more candidates than the task allows, are
+        rejected and leave the run open."""
+        return agent_result(
+            await host_call(
+                "finalize",
+                lambda: slot.host.finalize(run_id, list(candidates)),
+                fault="call run_status to see whether the run was closed",
+            )
         )
 
     _add_resources(mcp, slot)
@@ -291,10 +271,10 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     async def evolve_policy(task_id: str) -> str:
         """Working instructions for evolving a policy on a task with this server."""
         try:
-            spec = await resource_call(lambda: slot.host.describe_task(task_id))
+            info = await resource_call(lambda: slot.host.task_info(task_id))
         except ResourceError as exc:  # a JSON-RPC error carries its message to the client
             raise MCPError(INVALID_PARAMS, str(exc)) from None
-        return guide.evolve_policy_prompt(task_id, spec.summary, guide.budget_line(spec.budget))
+        return guide.evolve_policy_prompt(task_id, info.summary, guide.budget_line(info.budget))
 
     return mcp
 
@@ -312,7 +292,7 @@ async def _submit_and_wait(
         submission_id = await admit(host, run_id, episodes, files, program_dir, progress)
         return await host_call(
             "submit_policy (waiting for the evaluation)",
-            lambda: host.wait(run_id, submission_id, wait_seconds),
+            lambda: host.wait(run_id, submission_id, wait_seconds, max_chars=RESULT_CHARS),
             fault=(
                 f"submission {submission_id} was admitted and is charged; call "
                 f"get_feedback(run_id={run_id!r}, submission_id={submission_id!r})"
@@ -321,10 +301,6 @@ async def _submit_and_wait(
         )
     except ToolError as exc:
         return exc
-
-
-def _json(model: BaseModel) -> str:
-    return model.model_dump_json(indent=2)
 
 
 def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
@@ -343,7 +319,7 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
     @mcp.resource("evopolicy://tasks/{task_id}", title="Task spec", mime_type="application/json")
     async def task_spec(task_id: str) -> str:
         """The public spec of a task, as describe_task returns it."""
-        return _json(await resource_call(lambda: slot.host.describe_task(task_id)))
+        return compact_text(await resource_call(lambda: slot.host.describe_task(task_id)))
 
     @mcp.resource(
         "evopolicy://runs/{run_id}/submissions/{submission_id}/feedback",
@@ -352,7 +328,9 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
     )
     async def feedback(run_id: str, submission_id: str) -> str:
         """All feedback of a submission in one document (every episode summary)."""
-        return _json(await resource_call(lambda: all_pages(slot.host, run_id, submission_id)))
+        return compact_text(
+            await resource_call(lambda: all_pages(slot.host, run_id, submission_id))
+        )
 
     @mcp.resource(
         "evopolicy://runs/{run_id}/submissions/{submission_id}/episodes/{episode}",
@@ -362,21 +340,26 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
     async def episode_artifacts(run_id: str, submission_id: str, episode: str) -> str:
         """One pool index of a submission in full: summary, traceback, stderr and step trace."""
         if not episode.isdigit():
-            raise ResourceError(f"episode must be a pool index (an integer), not {episode!r}")
+            raise ResourceNotFoundError(
+                f"episode must be a pool index (an integer), not {episode!r}"
+            )
         view = await resource_call(
             lambda: slot.host.feedback(run_id, submission_id, episode=int(episode))
         )
-        return _json(view)
+        return compact_text(view)
 
     @mcp.resource(
         "evopolicy://runs/{run_id}/submissions/{submission_id}/episodes/{episode}/files/{name}",
         title="Episode file",
+        mime_type=FILE_MIME,  # each file read carries its own type (results.file_mime)
     )
     async def episode_file(run_id: str, submission_id: str, episode: str, name: str) -> bytes:
         """A file saved for a traced training episode: e.g. trajectory.jsonl.gz or replay.gif
         (the names are in the episode's traces[].artifacts)."""
         if not episode.isdigit():
-            raise ResourceError(f"episode must be a pool index (an integer), not {episode!r}")
+            raise ResourceNotFoundError(
+                f"episode must be a pool index (an integer), not {episode!r}"
+            )
         return await resource_call(
             lambda: slot.host.artifact(run_id, submission_id, int(episode), name)
         )

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 
 from evopolicy_mcp.host.authority import Host, HostError
 from evopolicy_mcp.host.views import SubmissionView
@@ -33,7 +33,6 @@ __all__ = [
     "all_pages",
     "host_call",
     "resource_call",
-    "running_hint",
 ]
 
 log = logging.getLogger("evopolicy_mcp.server.app")
@@ -152,17 +151,6 @@ class Progress:
                 await anyio.sleep(self._interval)
 
 
-def running_hint(view: SubmissionView) -> SubmissionView:
-    if view.status != "running" or (view.hint and "get_feedback" in view.hint):
-        return view
-    hint = (
-        f"still running ({view.episodes_done}/{view.indices_total} episodes done); evaluation "
-        f"continues in the background. Call get_feedback(run_id={view.run_id!r}, "
-        f"submission_id={view.submission_id!r}, wait_seconds=45) to wait for the result."
-    )
-    return view.model_copy(update={"hint": hint})
-
-
 async def admit(
     host: Host,
     run_id: str,
@@ -220,10 +208,22 @@ class _AdmissionFault(Exception):
         self.uncharged = uncharged
 
 
+# Refusals that mean "no such thing": a not-found error to a resource reader.
+_NOT_FOUND = {
+    "unknown_task",
+    "unknown_run",
+    "unknown_submission",
+    "bad_episode",
+    "unknown_artifact",
+}
+
+
 async def resource_call(fn: Callable[[], T]) -> T:
     try:
         return await anyio.to_thread.run_sync(fn)
     except HostError as exc:
+        if exc.code in _NOT_FOUND:
+            raise ResourceNotFoundError(exc.message) from None
         raise ResourceError(exc.message) from None
     except Exception:
         log.exception("host fault while reading a resource")

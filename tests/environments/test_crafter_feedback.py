@@ -179,12 +179,11 @@ def test_a_run_stores_artifacts_of_training_episodes_only(tmp_path: Path) -> Non
         # The agent reads them through a resource; an unknown name is a clear error.
         traced = host.feedback(run, sub, episode=0).traces[0]
         assert traced.artifacts == ["replay.gif", "trajectory.jsonl.gz"]
-        gif = anyio.run(
-            _read_blob,
-            host,
-            f"evopolicy://runs/{run}/submissions/{sub}/episodes/0/files/replay.gif",
-        )
-        assert gif.startswith(b"GIF8")
+        files = f"evopolicy://runs/{run}/submissions/{sub}/episodes/0/files"
+        gif, gif_type = anyio.run(_read_blob, host, f"{files}/replay.gif")
+        assert gif.startswith(b"GIF8") and gif_type == "image/gif"
+        steps, steps_type = anyio.run(_read_blob, host, f"{files}/trajectory.jsonl.gz")
+        assert gzip.decompress(steps).startswith(b"{") and steps_type == "application/gzip"
         with pytest.raises(HostError, match="no artifact"):
             host.artifact(run, sub, 2, "replay.gif")  # episode 2 was not traced
         host.finalize(run, [sub])
@@ -226,7 +225,8 @@ def test_a_report_or_artifact_beyond_its_bounds_is_an_adapter_fault(
         evaluate(program, task, kernel.jobs(task, 1), runner=kernel.runner, artifacts=print)
 
 
-async def _read_blob(host: Host, uri: str) -> bytes:
+async def _read_blob(host: Host, uri: str) -> tuple[bytes, str]:
+    """A file resource's bytes and the media type it is served with."""
     from mcp import Client
 
     from evopolicy_mcp.server.app import build_server
@@ -234,4 +234,4 @@ async def _read_blob(host: Host, uri: str) -> bytes:
     async with Client(build_server(host)) as client:
         result = await client.read_resource(uri)
     content = result.contents[0]
-    return base64.b64decode(content.blob)  # type: ignore[union-attr]
+    return base64.b64decode(content.blob), str(content.mime_type)  # type: ignore[union-attr]

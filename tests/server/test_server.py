@@ -10,6 +10,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from evopolicy_mcp.host.authority import Host
 from evopolicy_mcp.server.app import build_server
@@ -64,7 +66,7 @@ async def test_a_submission_returns_complete_feedback_and_is_charged_once(
     assert view["status"] == "complete"
     assert view["score"] == 500.0
     assert [e["index"] for e in view["episode_summaries"]] == [0, 1, 2, 3]
-    assert view["remaining"] == {"episodes": 8, "submissions": 5, "wall_seconds": None}
+    assert view["remaining"] == {"episodes": 8, "submissions": 5}  # no null: no time limit
     assert await usage(client, run["run_id"]) == (4, 1)
 
 
@@ -153,7 +155,7 @@ async def test_long_feedback_is_paged_with_an_offset_hint(client: Client) -> Non
     assert page["next_offset"] == 3 and "offset=3" in page["hint"]
     rest = await call(client, "get_feedback", run_id=rid, submission_id=sid, offset=3, limit=3)
     assert [e["index"] for e in rest["episode_summaries"]] == [3]
-    assert rest["next_offset"] is None
+    assert "next_offset" not in rest  # a null is left out
     one = await call(client, "get_feedback", run_id=rid, submission_id=sid, episode=2)
     assert [e["index"] for e in one["episode_summaries"]] == [2]
 
@@ -193,10 +195,10 @@ async def test_finalize_acknowledges_without_any_score(client: Client, host: Hos
 class _FaultyHost(Host):
     fault: str = ""
 
-    def run_status(self, run_id: str):  # type: ignore[no-untyped-def]
+    def run_status(self, run_id: str, **kwargs):  # type: ignore[no-untyped-def]
         if self.fault == "status":
             raise RuntimeError("disk on fire /secret/path")
-        return super().run_status(run_id)
+        return super().run_status(run_id, **kwargs)
 
     def submit(self, run_id: str, episodes: str, **kwargs: Any) -> str:
         if self.fault == "before_charge":
@@ -267,9 +269,29 @@ async def test_resources_and_the_prompt_are_readable(client: Client) -> None:
         assert phrase in text, phrase
 
 
-async def test_a_missing_resource_names_what_to_do(client: Client) -> None:
-    with pytest.raises(Exception, match="start_run"):
-        await client.read_resource("evopolicy://runs/run-nope/submissions/s1/feedback")
+async def test_a_missing_resource_is_a_not_found_error_that_names_what_to_do(
+    client: Client,
+) -> None:
+    run = await call(client, "start_run", task_id=MINI)
+    view = await submit(client, run["run_id"], "0:2", PD_FILES)
+    base = f"evopolicy://runs/{run['run_id']}/submissions"
+    missing = {
+        "evopolicy://runs/run-nope/submissions/s1/feedback": "start_run",
+        f"{base}/s9/feedback": "run_status",
+        f"{base}/s9/episodes/0": "run_status",
+        f"{base}/{view['submission_id']}/episodes/7": "0:2",
+        f"{base}/{view['submission_id']}/episodes/x": "pool index",
+        f"{base}/{view['submission_id']}/episodes/0/files/replay.gif": "artifacts",
+        "evopolicy://tasks/nope": MINI,
+    }
+    for uri, advice in missing.items():
+        with pytest.raises(MCPError) as info:
+            await client.read_resource(uri)
+        assert info.value.error.code == INVALID_PARAMS, (uri, info.value.error)
+        assert advice in info.value.error.message, (uri, info.value.error.message)
+    templates = (await client.list_resource_templates()).resource_templates
+    files = next(t for t in templates if t.uri_template.endswith("/files/{name}"))
+    assert files.mime_type == "application/octet-stream"  # not text: each file has its own
 
 
 async def test_the_legacy_handshake_serves_the_same_tools(host: Host) -> None:

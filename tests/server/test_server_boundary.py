@@ -74,17 +74,20 @@ async def _scan_everything_the_agent_sees(client: Client, host: Host) -> None:
     await anyio.to_thread.run_sync(host.wait_final, rid, 60)
     await record("finalize", run_id=rid, candidates=candidates)  # rejected: closed
     await record("run_status", run_id=rid)
+    await record("run_status", run_id=rid, offset=1)
+    await record("describe_task", task_id=LEAK, page=2)  # rejected: one page
     for sub in (good, weak, crash):
         sid = sub["submission_id"]
+        first = sub["episode_summaries"][0]["index"]
         await record("get_feedback", run_id=rid, submission_id=sid)
-        await record(
-            "get_feedback",
-            run_id=rid,
-            submission_id=sid,
-            episode=sub["episode_summaries"][0]["index"],
-        )
+        await record("get_feedback", run_id=rid, submission_id=sid, offset=1, limit=1)
+        await record("get_feedback", run_id=rid, submission_id=sid, episode=first)
+        # The compact forms: a trace page, and the one-line schema errors.
+        await record("get_feedback", run_id=rid, submission_id=sid, episode=first, offset=3)
+        await record("get_feedback", run_id=rid, submission_id=sid, wait_seconds=99)
         base = f"evopolicy://runs/{rid}/submissions/{sid}"
         seen.append((await client.read_resource(f"{base}/feedback")).contents[0].text)
+        seen.append((await client.read_resource(f"{base}/episodes/{first}")).contents[0].text)
     for uri in ("evopolicy://abi", "evopolicy://instructions", f"evopolicy://tasks/{LEAK}"):
         seen.append((await client.read_resource(uri)).contents[0].text)
     prompt = await client.get_prompt("evolve_policy", {"task_id": LEAK})

@@ -202,3 +202,50 @@ async def test_twenty_concurrent_submissions_never_overspend(client: Client) -> 
             tg.start_soon(one)
     assert outcomes.count(True) == 4  # 12 episodes / 3 per submission
     assert await usage(client, run["run_id"]) == (12, 4)
+
+
+SCHEMA_REJECTIONS = {
+    # tool, arguments (beyond run_id), the words the one sentence must hold
+    "wait_over_the_cap": (
+        "submit_policy",
+        {"episodes": "0", "files": PD_FILES, "wait_seconds": 100},
+        ["wait_seconds", "a number from 0 to 50", "not 100"],
+    ),
+    "candidates_as_a_string": (
+        "finalize",
+        {"candidates": "s1"},
+        ["candidates", "a list of strings with at least 1 item", "not the string 's1'"],
+    ),
+    "no_candidates": ("finalize", {"candidates": []}, ["candidates", "at least 1 item"]),
+    "negative_episode": (
+        "get_feedback",
+        {"submission_id": "s1", "episode": -1},
+        ["episode", "a whole number of at least 0 (or null)", "not -1"],
+    ),
+    "missing_selector": (
+        "submit_policy",
+        {"files": PD_FILES},
+        ["episodes is required: a string (training-pool"],
+    ),
+    "files_not_text": (
+        "submit_policy",
+        {"episodes": "0", "files": {"policy.py": 5}},
+        ["files['policy.py']", "string"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCHEMA_REJECTIONS))
+async def test_arguments_the_schema_refuses_get_one_sentence_naming_what_is_allowed(
+    client: Client, case: str
+) -> None:
+    tool, arguments, words = SCHEMA_REJECTIONS[case]
+    run = await call(client, "start_run", task_id=MINI)
+    message = await call_error(client, tool, run_id=run["run_id"], **arguments)
+    assert "\n" not in message and len(message) < 300, message
+    assert "pydantic" not in message and "http" not in message, message
+    assert message.startswith(f"Error executing tool {tool}: ") and message.endswith("."), message
+    for word in words:
+        assert word in message, (word, message)
+    assert await usage(client, run["run_id"]) == (0, 0)
+    assert (await call(client, "run_status", run_id=run["run_id"]))["open"]

@@ -105,6 +105,25 @@ async def test_the_server_speaks_mcp_over_stdio(tmp_path: Path) -> None:
         assert (view["status"], view["score"]) == ("complete", 500.0), view
 
 
+async def test_arguments_the_schema_refuses_get_one_line_over_stdio(tmp_path: Path) -> None:
+    tasks_dir = tmp_path / "tasks"
+    write_task(tasks_dir)
+    async with Client(_server(tmp_path / "data", tasks_dir)) as client:
+        run = await call(client, "start_run", task_id=MINI)
+        result = await client.call_tool(
+            "submit_policy",
+            {"run_id": run["run_id"], "episodes": "0", "files": PD_FILES, "wait_seconds": 100},
+        )
+        assert result.is_error
+        message = " ".join(getattr(block, "text", "") for block in result.content)
+        assert message == (
+            "Error executing tool submit_policy: wait_seconds must be a number from 0 to 50, "
+            "not 100."
+        )
+        status = await call(client, "run_status", run_id=run["run_id"])
+        assert (status["episodes_used"], status["submissions_used"]) == (0, 0)
+
+
 async def test_a_server_killed_mid_evaluation_resumes_it_charged_once(tmp_path: Path) -> None:
     tasks_dir, data_dir = tmp_path / "tasks", tmp_path / "data"
     write_task(tasks_dir)
