@@ -48,8 +48,9 @@ def _bench_task(tasks_dir: Path) -> None:
     (tasks_dir / "baselines" / "cartpole").symlink_to(baseline)
 
 
-def _serve_command(data_dir: Path, tasks_dir: Path) -> list[str]:
-    """The stdio server both benchmark clients talk to."""
+def _serve_command(data_dir: Path, tasks_dir: Path | None, *extra: str) -> list[str]:
+    """The stdio server the benchmark clients talk to."""
+    tasks = ["--tasks-dir", str(tasks_dir)] if tasks_dir is not None else []
     return [
         sys.executable,
         "-m",
@@ -57,8 +58,8 @@ def _serve_command(data_dir: Path, tasks_dir: Path) -> list[str]:
         "serve",
         "--data-dir",
         str(data_dir),
-        "--tasks-dir",
-        str(tasks_dir),
+        *tasks,
+        *extra,
     ]
 
 
@@ -66,14 +67,15 @@ class RawClient:
     """JSON-RPC over a stdio server subprocess with no client-side work beyond JSON:
     what the server itself costs per call, as an agent CLI's fast client sees it."""
 
-    def __init__(self, data_dir: Path, tasks_dir: Path) -> None:
+    def __init__(self, data_dir: Path, tasks_dir: Path | None, *extra: str) -> None:
         self.proc = subprocess.Popen(
-            _serve_command(data_dir, tasks_dir),
+            _serve_command(data_dir, tasks_dir, *extra),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
         self.next_id = 0
+        self.last_line = b""  # the latest reply as the server wrote it
         self.request(
             "initialize",
             {
@@ -94,17 +96,25 @@ class RawClient:
         self.next_id += 1
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         while True:
-            reply = json.loads(self.proc.stdout.readline())
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{method}: the server closed its output")
+            reply = json.loads(line)
             if reply.get("id") == self.next_id:
+                self.last_line = line
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return dict(reply["result"])
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.call_result(tool, arguments).get("structuredContent") or {})
+
+    def call_result(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The whole ``tools/call`` result: content, structured content, error flag."""
         result = self.request("tools/call", {"name": tool, "arguments": arguments})
         if result.get("isError"):
             raise RuntimeError(f"{tool}: {result.get('content')}")
-        return dict(result.get("structuredContent") or {})
+        return result
 
     def close(self) -> None:
         assert self.proc.stdin is not None

@@ -63,6 +63,36 @@ def _parse_episodes(text: str | None, default: int) -> list[int]:
     return list(range(count))
 
 
+PROGRESS_FROM = 50  # episodes: an evaluate run this long reports progress on stderr
+PROGRESS_SECONDS = 5.0
+
+
+class _Progress:
+    """Lines on stderr as episodes finish: every tenth of the run, or every few seconds."""
+
+    def __init__(self, total: int) -> None:
+        import threading
+        import time
+
+        self.total, self.done, self.shown = total, 0, 0
+        self._clock = time.monotonic
+        self._started = self._last = self._clock()
+        self._lock = threading.Lock()
+
+    def __call__(self, _summary: object) -> None:
+        with self._lock:
+            self.done += 1
+            now = self._clock()
+            step = self.done - self.shown >= max(1, self.total // 10)
+            if self.done == self.total or step or now - self._last >= PROGRESS_SECONDS:
+                self.shown, self._last = self.done, now
+                print(
+                    f"evaluate: {self.done}/{self.total} episodes ({now - self._started:.1f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from evopolicy_mcp.evaluation import seeds
     from evopolicy_mcp.evaluation.episodes import evaluate, jobs_for
@@ -98,13 +128,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             program = capture(source, Path(store))
             jobs = jobs_for(task, args.split, indices, seeds.secret_from_seed(args.seed))
             feedback = evaluate(
-                program, task, jobs, runner=runner, workers=args.workers, traces=args.json
+                program,
+                task,
+                jobs,
+                runner=runner,
+                workers=args.workers,
+                traces=args.json,
+                on_episode=_Progress(len(jobs)) if len(jobs) >= PROGRESS_FROM else None,
             )
     finally:
         runner.close()
+    # Every episode a policy failure: the program does not run, whatever the score says.
+    status = 1 if feedback.policy_failures == len(feedback.episodes) else 0
     if args.json:
-        print(feedback.model_dump_json(indent=2))
-        return 0
+        from evopolicy_mcp.host.feedback_pages import evaluation_view
+        from evopolicy_mcp.host.pages import compact
+
+        print(json.dumps(compact(evaluation_view(task, args.split, feedback)), indent=2))
+        return status
     print(f"{task.id}: {feedback.summary_line()}  [{feedback.seconds:.2f} s]")
     for e in feedback.episodes:
         extra = f"  {e.failure.value}: {e.message}" if e.failure else ""
@@ -115,7 +156,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print("    " + e.traceback.replace("\n", "\n    "))
     for name, value in feedback.metrics.items():
         print(f"  {name}: {value:.4g}")
-    return 0
+    if status:
+        print(f"evaluate: every episode ended in a policy failure ({len(feedback.episodes)})",
+              file=sys.stderr)  # fmt: skip
+    return status
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -155,6 +199,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.sizes:
+        from evopolicy_mcp.cli.bench_sizes import print_sizes, run_sizes
+
+        rows = run_sizes()
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            print_sizes(rows)
+        return 0
     if args.mcp:
         from evopolicy_mcp.cli.bench_mcp import print_mcp_bench, run_mcp_bench
 
@@ -198,9 +251,14 @@ def _lazy(module: str, function: str) -> Callable[[argparse.Namespace], int]:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    from importlib.metadata import version
+
     parser = argparse.ArgumentParser(
         prog="evopolicy-mcp",
         description="Evolve executable policies through MCP, scored on hidden episodes.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version('evopolicy-mcp')}"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -224,6 +282,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = add("evaluate", cmd_evaluate, "evaluate a program on a task's episodes")
+    p.epilog = (
+        "Exit status: 0 when at least one episode ran to its end, 1 when every episode "
+        "ended in a policy failure, 2 on bad input. Runs of 50 episodes or more report "
+        "progress on stderr."
+    )
     p.add_argument("policy_dir", nargs="?", help="program directory (default: the task's baseline)")
     p.add_argument("--task", required=True, help="task id (see `evopolicy-mcp tasks`)")
     p.add_argument("--split", choices=["train", "validation", "test"], default="train")
@@ -263,6 +326,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="split the episodes into this many rounds of every measurement (medians)",
     )
     p.add_argument("--mcp", action="store_true", help="measure the MCP layer over stdio instead")
+    p.add_argument(
+        "--sizes",
+        action="store_true",
+        help="print how many characters each MCP result gives the agent instead",
+    )
     p.add_argument("--json", action="store_true")
 
     _add_host_commands(add, tasks_dir, command)

@@ -16,7 +16,7 @@ from typing import TextIO
 
 from evopolicy_mcp.host.reports import build_report, build_rows
 from evopolicy_mcp.host.views import RunReport
-from evopolicy_mcp.store.database import Store, StoreError, default_data_dir
+from evopolicy_mcp.store.database import DB_NAME, Store, StoreError, default_data_dir
 
 __all__ = [
     "add_data_dir_argument",
@@ -46,11 +46,14 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
 
 
+def _data_dir(args: argparse.Namespace) -> Path:
+    given = Path(args.data_dir).expanduser() if getattr(args, "data_dir", None) else None
+    return given or default_data_dir()
+
+
 def _open(args: argparse.Namespace, err: TextIO) -> Store | None:
-    data_dir = Path(args.data_dir).expanduser() if getattr(args, "data_dir", None) else None
-    data_dir = data_dir or default_data_dir()
     try:
-        return Store(data_dir, create=False)
+        return Store(_data_dir(args), create=False)
     except StoreError as exc:
         print(f"{exc}; start a run with `evopolicy-mcp serve` or pass --data-dir", file=err)
         return None
@@ -74,18 +77,22 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def cmd_runs(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    store = _open(args, err)
-    if store is None:
-        return 1
-    try:
-        rows = build_rows(store)
-    finally:
-        store.close()
+    data_dir = _data_dir(args)
+    if not (data_dir / DB_NAME).exists():  # no records yet: an empty table, not a fault
+        rows = []
+    else:
+        store = _open(args, err)
+        if store is None:
+            return 1
+        try:
+            rows = build_rows(store)
+        finally:
+            store.close()
     if getattr(args, "json", False):
         print(json.dumps([r.model_dump() for r in rows], indent=2), file=out)
         return 0
     if not rows:
-        print(f"no runs in {store.data_dir}", file=out)
+        print(f"no runs in {data_dir}; `evopolicy-mcp serve` starts them", file=out)
         return 0
     header = ["run", "task", "state", "subs", "best public", "selected", "validation",
               "assessment", "created"]  # fmt: skip

@@ -50,3 +50,24 @@ def test_a_failed_bench_leaves_no_policy_template_behind() -> None:
         run_bench(episodes=2, rounds=1, controller=FALLS)
     left = [p for p in children_of(os.getpid()) if p not in before and process_state(p) != "Z"]
     assert left == [], "the bench's runner was not closed"
+
+
+def test_bench_sizes_measures_every_result_an_agent_reads() -> None:
+    from evopolicy_mcp.cli.bench_sizes import run_sizes
+
+    rows = {row["result"]: row for row in run_sizes(crafter_episodes="0:2")}
+    for name in (
+        "tools/list",
+        "describe_task cartpole page 1",
+        "describe_task crafter page 2",
+        "submit_policy crafter 0:2",
+        "get_feedback crafter offset 0",
+        "get_feedback crafter episode=0",
+    ):
+        assert name in rows, sorted(rows)
+    for name, row in rows.items():
+        assert row["wire"] > 0, name
+        if not name.startswith("tools/list"):
+            # Text and structured content are the same compact document.
+            assert row["text"] == row["structured"] > 0, row
+            assert row["wire"] > row["text"] + row["structured"], row

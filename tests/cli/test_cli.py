@@ -151,6 +151,8 @@ COMMANDS: dict[str, Callable[[Path], list[str]]] = {
     ],
     "tasks": lambda r: ["tasks"],
     "tasks-json": lambda r: ["tasks", "--json"],
+    "version": lambda r: ["--version"],
+    "runs-empty": lambda r: ["runs", "--data-dir", str(r / "empty")],
     "check-adapter": lambda r: ["check-adapter", "gymnasium"],
     "adapter-fault": lambda r: [
         *("evaluate", "--task", "brokensim", "--tasks-dir", str(r / "tasks"), "--episodes", "2")
@@ -175,6 +177,10 @@ IN_PROCESS: dict[str, Callable[[Path], list[str]]] = {
     "syntax-error": lambda r: ["evaluate", str(r / "syntax"), "--task", "cartpole"],
     "bad-parameters": lambda r: ["check-adapter", "gymnasium", "--parameters", "{not json"],
     "no-tasks-dir": lambda r: ["tasks", "--tasks-dir", str(r / "nowhere")],
+    "evaluate-many": lambda r: ["evaluate", "--task", "cartpole", "--episodes", "60"],
+    "evaluate-failing-json": lambda r: [
+        *("evaluate", str(r / "failing"), "--task", "cartpole", "--episodes", "2", "--json")
+    ],
 }
 
 
@@ -245,9 +251,9 @@ def test_evaluate_json_prints_one_json_document_of_the_baseline(
     succeeded(result)
     feedback = json.loads(result.out)  # the whole of stdout is one document
     assert feedback["task_id"] == "cartpole"
-    assert len(feedback["episodes"]) == 10
+    assert len(feedback["episode_summaries"]) == 10
     assert feedback["failures"] == {}
-    assert all(e["status"] == "ok" for e in feedback["episodes"])
+    assert all(e["status"] == "ok" for e in feedback["episode_summaries"])
     assert 0 < feedback["score"] < 100, "the baseline is weak"
     assert feedback["traces"], "--json includes the traces"
 
@@ -268,16 +274,65 @@ def test_split_seed_and_workers_options_are_honoured(run: Callable[[str], Result
     result = run("evaluate-split")
     succeeded(result)
     feedback = json.loads(result.out)
-    assert [e["index"] for e in feedback["episodes"]] == [0, 1, 2]
+    assert [e["index"] for e in feedback["episode_summaries"]] == [0, 1, 2]
     assert feedback["score"] == 500.0
 
 
-def test_a_failing_policy_is_feedback_not_an_error(run: Callable[[str], Result]) -> None:
+def test_a_policy_failing_every_episode_is_feedback_with_exit_status_1(
+    run: Callable[[str], Result],
+) -> None:
     result = run("evaluate-failing")
-    succeeded(result)
+    assert result.code == 1 and "Traceback" not in result.err, result
+    assert "every episode ended in a policy failure" in result.err
     assert "2 policy failures" in result.out
     assert "exception: in act(): ZeroDivisionError: cannot act" in result.out
     assert 'File "policy.py", line 7, in act' in result.out
+
+
+def test_evaluate_json_names_its_fields_as_the_agent_feedback_does(
+    run: Callable[[str], Result],
+) -> None:
+    from evopolicy_mcp.host.views import EpisodeView, SubmissionView
+
+    result = run("evaluate-failing-json")
+    assert result.code == 1, result
+    document = json.loads(result.out)
+    own = {"task_id", "split", "seconds"}  # what a submission has under other names
+    assert set(document) - own <= set(SubmissionView.model_fields), set(document)
+    assert isinstance(document["episode_summaries"], list)
+    for summary in document["episode_summaries"]:
+        assert set(summary) <= set(EpisodeView.model_fields), set(summary)
+        assert summary["failure"] == "exception" and "cannot act" in summary["traceback"]
+    assert document["failures"] == {"exception": 2} and document["policy_failures"] == 2
+
+
+def test_a_long_evaluation_reports_progress_on_stderr(run: Callable[[str], Result]) -> None:
+    result = run("evaluate-many")
+    succeeded(result)
+    progress = [line for line in result.err.splitlines() if line.startswith("evaluate: ")]
+    assert len(progress) >= 10, result.err
+    assert progress[-1].startswith("evaluate: 60/60 episodes")
+    assert all("/60 episodes" in line for line in progress)
+    assert "evaluate:" not in result.out
+
+
+def test_version_and_an_empty_data_directory_are_not_errors(
+    run: Callable[[str], Result],
+) -> None:
+    from importlib.metadata import version
+
+    shown = run("version")
+    succeeded(shown)
+    assert shown.out.strip() == f"evopolicy-mcp {version('evopolicy-mcp')}"
+    runs = run("runs-empty")
+    succeeded(runs)
+    assert "no runs in" in runs.out
+
+
+def test_evaluate_help_states_its_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert "1 when every episode" in " ".join(capsys.readouterr().out.split())
 
 
 def test_tasks_lists_every_task_as_a_table_and_as_json(run: Callable[[str], Result]) -> None:
