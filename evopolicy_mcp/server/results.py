@@ -78,11 +78,14 @@ class EvopolicyServer(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
+            # The SDK raises a rejected argument as a ToolError caused by the ValidationError.
             cause = exc.__cause__
             tool = self._tool_manager.get_tool(name)
-            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
-                raise
-            if tool is None:
+            if (
+                isinstance(exc, UnexpectedToolError)
+                or not isinstance(cause, ValidationError)
+                or tool is None
+            ):
                 raise
             message = argument_error(cause, tool.parameters)
             raise ToolError(f"Error executing tool {name}: {message}") from cause
