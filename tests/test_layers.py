@@ -47,6 +47,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "host": {"policy", "kernel", "runner", "adapters", "tasks", "evaluation", "store"},
     "server": {"kernel", "runner", "adapters", "tasks", "evaluation", "store", "host"},
     "agents": {"kernel", "runner", "adapters", "tasks", "evaluation", "store", "host"},
+    "results": {"tasks", "evaluation", "store", "host"},
     "cli": {
         "policy",
         "kernel",
@@ -59,6 +60,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "host",
         "server",
         "agents",
+        "results",
         "__main__",
     },
     "__main__": {"cli"},

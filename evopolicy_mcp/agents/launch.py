@@ -49,6 +49,7 @@ __all__ = [
     "AgentError",
     "AgentOptions",
     "AgentOutcome",
+    "judge_run",
     "run_agent",
     "write_files",
 ]
@@ -98,6 +99,8 @@ class AgentOptions:
     isolation: str = "default"
     pass_env: tuple[str, ...] = ()  # extra operator variables the agent may see
     workers: int | None = None
+    trace_all: bool = False  # dataset-building runs: every training episode traced
+    trace_steps: int | None = None
 
 
 @dataclass
@@ -173,6 +176,8 @@ def _open_host(
         workers=opts.workers,
         isolation=Isolation(strict=opts.isolation == "strict"),
         resume=resume,
+        trace_all=opts.trace_all,
+        trace_steps=opts.trace_steps,
     )
 
 
@@ -303,6 +308,8 @@ def _launch(
         "agent_started",
         {
             "agent": opts.agent,
+            "model": opts.model,
+            "effort": opts.effort,
             "argv": _shown_argv(inv, task.prompt),
             "workspace": str(task.workspace),
             "timeout": opts.timeout,
@@ -441,6 +448,33 @@ def _judge(opts: AgentOptions, data_dir: Path, outcome: AgentOutcome) -> None:
             outcome.validation_score = row.score
     if report.assessment is not None:
         outcome.test_score = report.assessment.score
+
+
+def judge_run(opts: AgentOptions, run_id: str) -> AgentOutcome:
+    """Judge a run whose agent session ended but whose launcher did not finish judging
+    it (a sweep resuming after a kill): the same steps as at the end of :func:`run_agent`."""
+    data_dir = opts.data_dir.expanduser().resolve()
+    store = Store(data_dir, create=False)
+    try:
+        events = store.events(run_id)
+    finally:
+        store.close()
+    started = next((e.detail for e in events if e.kind == "agent_started"), {})
+    ended = next((e.detail for e in reversed(events) if e.kind == "agent_ended"), {})
+    outcome = AgentOutcome(
+        run_id=run_id,
+        agent=opts.agent,
+        reason=str(ended.get("reason", "exited")),
+        workspace=Path(started.get("workspace", "")),
+        exit_code=ended.get("exit_code"),
+        seconds=float(ended.get("seconds", 0.0)),
+    )
+    with signals_interrupt():
+        try:
+            _judge(opts, data_dir, outcome)
+        except JUDGE_FAULTS as exc:
+            outcome.message = f"judging stopped: {getattr(exc, 'message', None) or exc}"
+    return outcome
 
 
 # ---------------------------------------------------------------- entry point

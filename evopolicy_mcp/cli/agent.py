@@ -17,6 +17,7 @@ from evopolicy_mcp.agents.launch import (
 )
 from evopolicy_mcp.cli.options import positive_int
 from evopolicy_mcp.store.database import StoreError, default_data_dir
+from evopolicy_mcp.tasks.model import TaskError
 
 __all__ = ["add_agent_arguments", "cmd_agent"]
 
@@ -32,7 +33,7 @@ def _seconds(text: str) -> float:
 
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="agent_command", required=True, metavar="{run,check}")
+    sub = parser.add_subparsers(dest="agent_command", required=True, metavar="{run,check,sweep}")
     names = tuple(PROVIDERS)
 
     run = sub.add_parser(
@@ -73,7 +74,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--workers", type=positive_int, default=None)
     run.add_argument("--isolation", choices=("default", "strict"), default="default")
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    _tracing(run)
     _common(run)
+    add_sweep_arguments(sub)
 
     check = sub.add_parser(
         "check", help="is the CLI installed, its version, can it reach the server"
@@ -81,6 +84,58 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--agent", required=True, choices=names)
     check.add_argument("--json", action="store_true")
     _common(check, data=False)
+
+
+def _tracing(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trace-all",
+        action="store_true",
+        help="dataset-building runs: trace every training episode (step traces, and files such "
+        "as replays where the environment saves them; docs/results.md states the disk cost)",
+    )
+    p.add_argument(
+        "--trace-steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="steps kept per traced episode (default: the task's)",
+    )
+
+
+def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
+    sweep = sub.add_parser(
+        "sweep",
+        help="run agents x tasks x repeats as one experiment, resumable",
+        description="Run every agent on every task, --repeat times, each as its own run "
+        "through `agent run`, recorded as one experiment. Stopped or killed, it resumes "
+        "with --resume NAME: finished runs are not redone.",
+    )
+    sweep.add_argument(
+        "--agents",
+        help="comma-separated CLI[:MODEL[:EFFORT]], e.g. claude:sonnet,codex:gpt-5,scripted",
+    )
+    what = sweep.add_mutually_exclusive_group()
+    what.add_argument("--tasks", help="comma-separated task ids")
+    what.add_argument("--family", help="every task of a family (see `evopolicy-mcp tasks`)")
+    sweep.add_argument("--repeat", type=positive_int, default=1, help="runs per agent and task")
+    sweep.add_argument("--parallel", type=positive_int, default=1, help="runs at once")
+    sweep.add_argument("--experiment", help="name of the experiment (default: sweep-TIME)")
+    sweep.add_argument("--resume", metavar="NAME", help="resume experiment NAME as it was set")
+    sweep.add_argument(
+        "--timeout", type=_seconds, default=3600.0, help="wall-clock limit of each agent (s)"
+    )
+    sweep.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="repeat r of every agent and task plays the same hidden episodes",
+    )
+    sweep.add_argument("--workers", type=positive_int, default=None)
+    sweep.add_argument("--isolation", choices=("default", "strict"), default="default")
+    sweep.add_argument("--pass-env", action="append", default=[], metavar="NAME")
+    sweep.add_argument("--json", action="store_true", help="print the results as JSON")
+    _tracing(sweep)
+    _common(sweep)
 
 
 def _common(p: argparse.ArgumentParser, *, data: bool = True) -> None:
@@ -102,7 +157,81 @@ def _print_outcome(o: AgentOutcome) -> None:
     print(f"  run state: {o.run_state}; details: evopolicy-mcp report {o.run_id}")
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import time
+
+    from evopolicy_mcp.agents.sweep import (
+        SweepConfig,
+        SweepError,
+        parse_agents,
+        resolve_tasks,
+        sweep,
+    )
+
+    data_dir = args.data_dir or default_data_dir()
+    try:
+        if args.resume:
+            name, config = args.resume, None
+        else:
+            if not args.agents:
+                raise SweepError("give --agents (or --resume NAME)")
+            name = args.experiment or time.strftime("sweep-%Y%m%d-%H%M%S")
+            config = SweepConfig(
+                agents=tuple(parse_agents(args.agents)),
+                tasks=resolve_tasks(
+                    args.tasks.split(",") if args.tasks else None,
+                    args.family,
+                    tuple(map(str, args.tasks_dir)),
+                ),
+                repeat=args.repeat,
+                timeout=args.timeout,
+                seed=args.seed,
+                isolation=args.isolation,
+                workers=args.workers,
+                trace_all=args.trace_all,
+                trace_steps=args.trace_steps,
+                tasks_dirs=tuple(str(Path(d).resolve()) for d in args.tasks_dir),
+                pass_env=tuple(args.pass_env),
+            )
+            print(
+                f"experiment {name}: {len(config.agents)} agent(s) x {len(config.tasks)} "
+                f"task(s) x {config.repeat} repeat(s)",
+                file=sys.stderr,
+            )
+        record, results, complete = sweep(
+            name,
+            config,
+            Path(data_dir),
+            parallel=args.parallel,
+            say=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except KeyboardInterrupt:
+        return 130
+    except (SweepError, StoreError, TaskError) as exc:
+        print(f"evopolicy-mcp agent sweep: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "experiment": record.name,
+                    "complete": complete,
+                    "runs": record.runs(),
+                    "ran": [{"run_id": r.run_id, **r.outcome} for r in results],
+                },
+                indent=2,
+            )
+        )
+    else:
+        done = "complete" if complete else "not complete (some cells could not run)"
+        print(f"experiment {record.name}: {done}; {len(record.runs())} run(s)")
+        print(f"  leaderboard: evopolicy-mcp leaderboard --experiment {record.name}")
+    return 0 if complete else 1
+
+
 def cmd_agent(args: argparse.Namespace) -> int:
+    if args.agent_command == "sweep":
+        return cmd_sweep(args)
     if args.agent_command == "check":
         from .check import check_agent
 
@@ -133,6 +262,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
         isolation=args.isolation,
         pass_env=tuple(args.pass_env),
         workers=args.workers,
+        trace_all=args.trace_all,
+        trace_steps=args.trace_steps,
     )
     try:
         outcome = run_agent(opts)

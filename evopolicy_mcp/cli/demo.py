@@ -187,7 +187,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "feedback; validation and assessment are the operator's."
         )
         if not temporary:
-            _say(f"records kept in {data_dir}; see `evopolicy-mcp report {run_id}`")
+            where = f"--data-dir {data_dir}"
+            _say(f"records kept in {data_dir}. The run as a leaderboard row, a page, a dataset:")
+            _say(f"  evopolicy-mcp leaderboard {where}")
+            _say(f"  evopolicy-mcp report {run_id} {where} --html {run_id}.html")
+            _say(f"  evopolicy-mcp export {run_id} {where} {run_id}-bundle")
         return 0
     except DemoError as exc:
         print(f"evopolicy-mcp demo: {exc}", file=sys.stderr)

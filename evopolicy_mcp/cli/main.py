@@ -400,13 +400,45 @@ def _add_host_commands(
     )
     p.add_argument("run_id")
     p.add_argument("--data-dir", help=data_help)
-    p.add_argument("--json", action="store_true")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true")
+    form.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write a self-contained HTML page: learning curve, program diffs, failures, "
+        "feedback, replays (needs the [results] extra)",
+    )
+    p.add_argument(
+        "--embed-mb",
+        type=float,
+        default=20.0,
+        help="most MiB of replays embedded in the HTML page (default 20)",
+    )
+    from evopolicy_mcp.cli import results
+
+    p = add(
+        "leaderboard",
+        _lazy("evopolicy_mcp.cli.results", "cmd_leaderboard"),
+        "runs by task and agent: assessment means with 95%% intervals, gaps, cost",
+    )
+    results.add_leaderboard_arguments(p)
+    p = add(
+        "export",
+        _lazy("evopolicy_mcp.cli.results", "cmd_export"),
+        "write runs as a rollout dataset (JSON lines or Parquet), schema in docs/results.md",
+    )
+    results.add_export_arguments(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(command).parse_args(argv)
+    parser = build_parser(command)
+    args, extra = parser.parse_known_args(argv)
+    if extra and command == "export" and not any(e.startswith("-") for e in extra):
+        args.items += extra  # `export RUN --format parquet OUT`: OUT after an option
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)[:200]}")
     from evopolicy_mcp.adapters.protocol import AdapterError
     from evopolicy_mcp.evaluation.episodes import EvaluationAborted
     from evopolicy_mcp.evaluation.snapshot import ProgramError

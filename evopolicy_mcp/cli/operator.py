@@ -24,6 +24,7 @@ __all__ = [
     "add_runs_arguments",
     "cmd_report",
     "cmd_runs",
+    "text_table",
 ]
 
 
@@ -67,7 +68,7 @@ def _when(ts: float | None) -> str:
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def text_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in [header, *rows]
@@ -110,11 +111,15 @@ def cmd_runs(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = s
         ]
         for r in rows
     ]
-    print(_table(header, body), file=out)
+    print(text_table(header, body), file=out)
     return 0
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    if getattr(args, "html", None):
+        from evopolicy_mcp.cli.results import cmd_report_html
+
+        return cmd_report_html(args, out, err)
     store = _open(args, err)
     if store is None:
         return 1
@@ -158,7 +163,7 @@ def format_report(r: RunReport) -> str:
     ]
     if rows:
         header = ["id", "episodes", "n", "state", "score", "failures", "program"]
-        lines += ["  " + line for line in _table(header, rows).splitlines()]
+        lines += ["  " + line for line in text_table(header, rows).splitlines()]
     else:
         lines.append("  none")
     lines += ["", f"candidates: {', '.join(r.candidates) or '-'}"]

@@ -116,6 +116,8 @@ class Host:
         program_root: Path | None = None,
         resume: bool | str = True,
         hand_off: Callable[[str], None] | None = None,
+        trace_all: bool = False,
+        trace_steps: int | None = None,
     ) -> None:
         self.tasks: dict[str, Task] = load_tasks(tasks_dirs)
         if runner is None:
@@ -136,6 +138,9 @@ class Host:
         self.close_timeout = close_timeout
         # Judging a finalized run elsewhere (a process that outlives this one), or here.
         self.hand_off = hand_off
+        # Dataset-building runs: every training episode traced (the runs this host creates).
+        self.trace_all = trace_all
+        self.trace_steps = trace_steps
         self.store = Store(Path(data_dir))
         self.data_dir = self.store.data_dir
         # Where program_dir may point (None: anywhere the caller can name).
@@ -293,6 +298,10 @@ class Host:
             raise ValueError(f"run {name!r} already exists for task {existing.task_id!r}")
 
     def _create_run(self, task: Task, run_id: str) -> RunRecord:
+        repro = reproducibility(task, self.seed)
+        if self.trace_all or self.trace_steps is not None:
+            task = task.with_tracing(every_episode=self.trace_all, steps=self.trace_steps)
+            repro["tracing"] = {"episodes": task.trace_episodes, "steps": task.trace_steps}
         secret = (
             seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed, "run")
         )
@@ -311,7 +320,7 @@ class Host:
                 "pool": b.pool,
             },
             deadline=deadline,
-            reproducibility=reproducibility(task, self.seed),
+            reproducibility=repro,
         )
 
     def _run(self, run_id: str) -> RunRecord:

@@ -32,6 +32,7 @@ __all__ = [
     "load_task_file",
     "load_tasks",
     "task_dirs",
+    "task_family",
 ]
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parent / "builtin"
@@ -55,6 +56,16 @@ class Score(_Strict):
         description="value of the metric for an episode that ended in a policy failure"
     )
     description: str = ""
+    # Normalised scores across a family: (score - baseline) / (reference - baseline).
+    baseline_score: float | None = Field(
+        default=None, description="the task's baseline program's score, measured (normalised 0)"
+    )
+    reference_score: float | None = Field(
+        default=None, description="a stated reference score (normalised 1)"
+    )
+    reference: str = Field(
+        default="", description="what the reference and baseline scores are, and their sources"
+    )
 
 
 class Budget(_Strict):
@@ -127,10 +138,31 @@ class Task(_Strict):
             raise ValueError("budget.per_submission cannot exceed budget.pool")
         return self
 
+    def with_tracing(self, *, every_episode: bool, steps: int | None = None) -> Task:
+        """This task for a dataset-building run: every episode of a training submission
+        traced (``every_episode``), ``steps`` steps kept per trace (default: the task's)."""
+        update: dict[str, int] = {}
+        if every_episode:
+            update["trace_episodes"] = self.budget.per_submission
+        if steps is not None:
+            update["trace_steps"] = steps
+        return self.model_copy(update=update)
+
     @property
     def baseline_dir(self) -> Path:
         base = self.source.parent if self.source else Path.cwd()
         return (base / self.baseline).resolve()
+
+
+def task_family(task: Task | dict[str, Any]) -> str:
+    """A task's family: its declared one, else the part of its id before '/', else its
+    adapter (``cartpole`` is in ``gymnasium``, ``minigrid/doorkey-8x8`` in ``minigrid``)."""
+    data = task if isinstance(task, dict) else task.model_dump()
+    declared = data.get("family")
+    if isinstance(declared, str) and declared:
+        return declared
+    task_id = str(data.get("id", ""))
+    return task_id.split("/", 1)[0] if "/" in task_id else str(data.get("adapter", "-"))
 
 
 def _format_validation_error(path: Path, exc: ValidationError) -> str:
