@@ -77,7 +77,8 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def cmd_runs(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def cmd_runs(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out, err = out or sys.stdout, err or sys.stderr  # the streams of the moment, not of import
     data_dir = _data_dir(args)
     if not (data_dir / DB_NAME).exists():  # no records yet: an empty table, not a fault
         rows = []
@@ -115,7 +116,10 @@ def cmd_runs(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = s
     return 0
 
 
-def cmd_report(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def cmd_report(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    out, err = out or sys.stdout, err or sys.stderr  # the streams of the moment, not of import
     if getattr(args, "html", None):
         from evopolicy_mcp.cli.results import cmd_report_html
 
