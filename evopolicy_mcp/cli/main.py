@@ -395,7 +395,7 @@ def _add_host_commands(
     p.add_argument("--json", action="store_true")
     p = add(
         "report",
-        _lazy("evopolicy_mcp.cli.operator", "cmd_report"),
+        _lazy("evopolicy_mcp.cli.results", "cmd_report"),
         "everything the host knows about a run",
     )
     p.add_argument("run_id")

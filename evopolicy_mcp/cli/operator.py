@@ -120,10 +120,6 @@ def cmd_report(
     args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     out, err = out or sys.stdout, err or sys.stderr  # the streams of the moment, not of import
-    if getattr(args, "html", None):
-        from evopolicy_mcp.cli.results import cmd_report_html
-
-        return cmd_report_html(args, out, err)
     store = _open(args, err)
     if store is None:
         return 1

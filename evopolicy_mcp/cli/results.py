@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from evopolicy_mcp.cli.operator import cmd_report as cmd_text_report
 from evopolicy_mcp.cli.operator import text_table
 from evopolicy_mcp.results.extras import MissingExtra
 from evopolicy_mcp.results.leaderboard import Leaderboard, build_leaderboard
@@ -24,6 +25,7 @@ __all__ = [
     "add_leaderboard_arguments",
     "cmd_export",
     "cmd_leaderboard",
+    "cmd_report",
     "cmd_report_html",
     "format_leaderboard",
 ]
@@ -206,6 +208,15 @@ def cmd_export(
     counts = ", ".join(f"{t['rows']} {name}" for name, t in manifest["tables"].items())
     print(f"wrote {target} ({manifest['schema']}/{manifest['version']}): {counts}", file=out)
     return 0
+
+
+def cmd_report(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """``report RUN``: the text or JSON report, or with ``--html FILE`` the page."""
+    if getattr(args, "html", None):
+        return cmd_report_html(args, out, err)
+    return cmd_text_report(args, out, err)
 
 
 def cmd_report_html(
