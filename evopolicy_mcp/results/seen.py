@@ -1,7 +1,7 @@
 """What the agent saw of a run, rebuilt from the records with the host's public views.
 
 Feedback is committed whole (``feedback.json``); the agent reads it through
-:func:`~evopolicy_mcp.host.public.episode_view`, which keeps nothing private and
+:func:`~evopolicy_mcp.host.feedback_pages.episode_view`, which keeps nothing private and
 hides the records' location in what a policy printed. The documents here are
 made by that same function, whole (the agent reads long texts, reports and
 traces one episode at a time with ``get_feedback(episode=N)``).
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evopolicy_mcp.evaluation.feedback import Feedback
-from evopolicy_mcp.host.public import episode_view
+from evopolicy_mcp.host.feedback_pages import episode_view
 from evopolicy_mcp.store.database import Store
 
 __all__ = ["feedback_document", "read_feedback", "redactor"]
