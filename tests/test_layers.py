@@ -78,7 +78,19 @@ MCP_MODULES = {
 # listing tasks or starting the server imports none.
 SIMULATOR_LAYERS = {"adapters", "environments"}
 SIMULATOR_MODULES = {"evopolicy_mcp.cli.bench"}
-SIMULATORS = {"gymnasium", "gym", "crafter", "mujoco", "ale_py"}
+SIMULATORS = {
+    "gymnasium",
+    "gym",
+    "crafter",
+    "mujoco",
+    "ale_py",
+    "minigrid",
+    "highway_env",
+    "Box2D",
+    "pygame",
+    "dm_control",
+    "nle",
+}
 # Third-party packages allowed in the kernel and runner; the template process loads these.
 KERNEL_THIRD_PARTY = {"numpy"}
 
@@ -261,7 +273,7 @@ def test_simulators_are_imported_only_by_adapters() -> None:
         m for m in importers if layer_of(m) not in SIMULATOR_LAYERS and m not in SIMULATOR_MODULES
     ]
     assert not strays, strays
-    assert "evopolicy_mcp.environments.gymnasium_adapter" in importers
+    assert "evopolicy_mcp.adapters.gym" in importers
 
 
 def test_the_checker_resolves_relative_and_submodule_imports() -> None:

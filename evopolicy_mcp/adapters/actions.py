@@ -14,8 +14,9 @@ was expected and what came, naming the offending component::
 Accepted forms: a discrete action is an int (numpy integers too; never bool,
 float or str). A box action is a list, tuple or numpy array of exactly the
 declared shape, holding finite numbers within ``[low, high]``; a bare number
-only for shape ``[]``. ``sample_action`` and ``invalid_actions`` serve the
-adapter conformance checker.
+only for shape ``[]``. A text action is a str of allowed length and characters; a
+sequence action a list (or tuple) of valid items. ``sample_action`` and
+``invalid_actions`` serve the adapter conformance checker.
 """
 
 from __future__ import annotations
@@ -111,7 +112,40 @@ def action_validator(space: Mapping[str, Any], where: str = "action") -> Validat
             return {k: check(value[k]) for k, check in keys.items()}
 
         return check_dict
+    if kind == "text":
+        return _text_validator(space, where)
+    if kind == "sequence":
+        item = action_validator(space["item"], f"{where}[i]")
+
+        def check_sequence(value: Any) -> tuple[Any, ...]:
+            if not isinstance(value, list | tuple):
+                raise InvalidAction(f"{where}: expected a list of items, got {_show(value)}")
+            return tuple(item(v) for v in value)
+
+        return check_sequence
     raise ValueError(f"cannot validate actions for a space of type {kind!r}")
+
+
+def _text_validator(space: Mapping[str, Any], where: str) -> Validator:
+    shortest, longest = int(space.get("min_length", 0)), space.get("max_length")
+    charset = space.get("charset")
+    allowed = None if charset is None else frozenset(charset)
+
+    def check_text(value: Any) -> str:
+        if type(value) is not str:
+            raise InvalidAction(f"{where}: expected a str, got {_show(value)}")
+        if len(value) < shortest or (longest is not None and len(value) > int(longest)):
+            most = "any number of" if longest is None else f"at most {longest}"
+            raise InvalidAction(
+                f"{where}: expected at least {shortest} and {most} characters, got {len(value)}"
+            )
+        if allowed is not None:
+            bad = next((c for c in value if c not in allowed), None)
+            if bad is not None:
+                raise InvalidAction(f"{where}: character {bad!r} is not in the space's charset")
+        return value
+
+    return check_text
 
 
 def _check_discrete(value: Any, lo: int, hi: int, where: str) -> int:
@@ -250,6 +284,14 @@ def sample_action(space: Mapping[str, Any], rng: random.Random) -> Any:
         return [sample_action(s, rng) for s in space["spaces"]]
     if kind == "dict":
         return {k: sample_action(s, rng) for k, s in space["spaces"].items()}
+    if kind == "text":
+        shortest = int(space.get("min_length", 0))
+        longest = space.get("max_length")
+        top = max(shortest, min(int(longest) if longest is not None else 16, shortest + 16))
+        chars = space.get("charset") or "abcdefghijklmnopqrstuvwxyz "
+        return "".join(rng.choice(chars) for _ in range(rng.randint(shortest, top)))
+    if kind == "sequence":
+        return [sample_action(space["item"], rng) for _ in range(rng.randint(0, 4))]
     raise ValueError(f"cannot sample from a space of type {kind!r}")
 
 
@@ -320,4 +362,18 @@ def invalid_actions(space: Mapping[str, Any]) -> list[Any]:
             out.append({k: v for k, v in good.items() if k != key})
             out += [{**good, key: bad} for bad in invalid_actions(space["spaces"][key])[:3]]
         return out
+    if kind == "text":
+        out = [None, 0, b"bytes", ["a"]]
+        longest, charset = space.get("max_length"), space.get("charset")
+        if longest is not None:
+            out.append("a" * (int(longest) + 1) if not charset else charset[0] * (int(longest) + 1))
+        if int(space.get("min_length", 0)) > 0:
+            out.append("")
+        if charset is not None:
+            outside = next(chr(c) for c in range(0x20, 0x3000) if chr(c) not in charset)
+            out.append(outside * max(1, int(space.get("min_length", 0))))
+        return out
+    if kind == "sequence":
+        item_bad = invalid_actions(space["item"])[:3]
+        return [None, "0", 3, *[[bad] for bad in item_bad]]
     raise ValueError(f"no invalid examples for a space of type {kind!r}")

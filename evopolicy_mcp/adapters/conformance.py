@@ -8,7 +8,8 @@ checks the contract the host relies on::
     PASS loads: ...
 
 Checks: the factory loads; ``spec()`` gives JSON-serialisable space dicts with
-a ``type``; the same seed and actions replay the same episode; observations,
+a ``type``; the same seed and actions replay the same episode, in this process
+and in a fresh one (another hash seed: set iteration order must not matter); observations,
 rewards and flags have allowed types; every example from
 :func:`evopolicy_mcp.adapters.spaces.invalid_actions` raises ``InvalidAction`` (and
 nothing else); array actions are accepted; ``metrics()`` returns floats under
@@ -19,9 +20,13 @@ reported, not required (an environment may be deterministic).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,15 +34,21 @@ from typing import Any
 import numpy as np
 
 from evopolicy_mcp.adapters.protocol import (
+    ARTIFACT_BYTES,
     Adapter,
     AdapterError,
     EnvSpec,
     InvalidAction,
     load_adapter,
 )
-from evopolicy_mcp.adapters.spaces import invalid_actions, observation_problem, sample_action
+from evopolicy_mcp.adapters.spaces import (
+    invalid_actions,
+    observation_problem,
+    same_value,
+    sample_action,
+)
 
-__all__ = ["Check", "check_adapter", "check_loaded", "render"]
+__all__ = ["Check", "check_adapter", "check_loaded", "render", "trajectory_digest"]
 
 HORIZON_CAP = 100_000  # longest max_steps the horizon check will walk
 
@@ -76,7 +87,87 @@ def check_adapter(
         return [Check("loads", False, str(exc))]
     kind = type(adapter)
     loaded = Check("loads", True, f"entry point {name!r} -> {kind.__module__}.{kind.__qualname__}")
-    return [loaded, *check_loaded(adapter, parameters, seeds=seeds, steps=steps)]
+    checks = [loaded, *check_loaded(adapter, parameters, seeds=seeds, steps=steps)]
+    if all(c.ok for c in checks):
+        if parameters is None:
+            parameters = dict(getattr(adapter, "example_parameters", None) or {})
+        checks.append(_check_across_processes(name, adapter, parameters, seeds[0], steps))
+    return checks
+
+
+def trajectory_digest(
+    adapter: Adapter, parameters: Mapping[str, Any], seed: int, steps: int
+) -> str:
+    """sha256 of one episode with actions sampled from ``random.Random(seed)``."""
+    spec = adapter.spec(parameters)
+    run = _rollout(adapter, parameters, spec, seed, steps)
+    digest = hashlib.sha256()
+    for item in [*run.records, run.metrics]:
+        _feed(digest, item)
+    return digest.hexdigest()
+
+
+def _feed(digest: Any, value: Any) -> None:
+    if isinstance(value, np.ndarray):
+        digest.update(f"a{value.dtype.str}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, list | tuple):
+        digest.update(f"l{len(value)}".encode())
+        for item in value:
+            _feed(digest, item)
+    elif isinstance(value, dict):
+        digest.update(f"m{len(value)}".encode())
+        for key, item in value.items():
+            _feed(digest, key)
+            _feed(digest, item)
+    else:
+        digest.update(f"{type(value).__name__}:{value!r};".encode())
+
+
+CHILD_SECONDS = 300
+
+
+def _check_across_processes(
+    name: str, adapter: Adapter, parameters: Mapping[str, Any], seed: int, steps: int
+) -> Check:
+    """The same episode in a fresh interpreter with another hash seed."""
+    here = trajectory_digest(adapter, parameters, seed, steps)
+    command = [
+        sys.executable,
+        "-m",
+        "evopolicy_mcp.adapters.conformance",
+        name,
+        json.dumps(dict(parameters)),
+        str(seed),
+        str(steps),
+    ]
+    env = {**os.environ, "PYTHONHASHSEED": str(random.Random(seed).randrange(1, 2**32 - 1))}
+    try:
+        child = subprocess.run(
+            command, capture_output=True, text=True, timeout=CHILD_SECONDS, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return Check(
+            "deterministic_across_processes",
+            False,
+            f"the fresh process took over {CHILD_SECONDS} s",
+        )
+    lines = child.stdout.strip().splitlines()
+    if child.returncode != 0 or not lines:
+        tail = (child.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return Check("deterministic_across_processes", False, f"the fresh process failed: {tail}")
+    if lines[-1] != here:
+        return Check(
+            "deterministic_across_processes",
+            False,
+            f"seed {seed} gives another episode in a fresh process (another hash seed): set "
+            "or dict iteration order, or unseeded randomness, reaches the environment",
+        )
+    return Check(
+        "deterministic_across_processes",
+        True,
+        f"seed {seed} replays identically in a fresh process",
+    )
 
 
 def _fault(exc: BaseException) -> str:
@@ -145,8 +236,47 @@ def check_loaded(
     checks.append(_check_invalid(adapter, parameters, spec, seeds[0]))
     checks.append(_check_array_actions(adapter, parameters, spec, seeds[0]))
     checks.append(_check_horizon(adapter, parameters, spec, seeds[0]))
+    checks.append(_check_artifacts(adapter, parameters, spec, seeds[0], steps))
     checks.append(_check_close(adapter, parameters, seeds[0]))
     return checks
+
+
+def _check_artifacts(
+    adapter: Adapter, parameters: Mapping[str, Any], spec: EnvSpec, seed: int, steps: int
+) -> Check:
+    """Files of a traced episode (a replay): plain names, bytes, within ARTIFACT_BYTES."""
+    rng = random.Random(seed)
+
+    def play(episode: Any) -> Any:
+        if not hasattr(episode, "artifacts"):
+            return None
+        episode.reset()
+        for _ in range(steps):
+            step = episode.step(sample_action(spec.action_space, rng))
+            if step.terminated or step.truncated:
+                break
+        files = episode.artifacts()
+        report = episode.report() if hasattr(episode, "report") else None
+        return files, report
+
+    try:
+        made = _with_episode(adapter, parameters, seed, play)
+    except Exception as exc:
+        return Check("artifacts", False, f"artifacts() raised {_fault(exc)}")
+    if made is None:
+        return Check("artifacts", True, "no artifacts() (optional)")
+    files, report = made
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and k and "/" not in k and not k.startswith(".") and isinstance(v, bytes)
+        for k, v in files.items()
+    ):
+        return Check("artifacts", False, "artifacts() must return {plain file name: bytes}")
+    size = sum(len(v) for v in files.values())
+    if size > ARTIFACT_BYTES:
+        return Check("artifacts", False, f"artifacts() gave {size} bytes, over {ARTIFACT_BYTES}")
+    listed = ", ".join(f"{k} ({len(v)} bytes)" for k, v in sorted(files.items())) or "none"
+    note = f"; report: {json.dumps(report)[:200]}" if report else ""
+    return Check("artifacts", True, f"files: {listed}{note}")
 
 
 def _spec_problem(spec: Any) -> str | None:
@@ -226,31 +356,11 @@ def _difference(a: _Trajectory, b: _Trajectory) -> str | None:
     if len(a.records) != len(b.records):
         return f"lengths differ ({len(a.records) - 1} vs {len(b.records) - 1} steps)"
     for t, (ra, rb) in enumerate(zip(a.records, b.records, strict=True)):
-        if not _same(ra, rb):
+        if not same_value(ra, rb):
             return f"step {t} differs: {ra!r:.120} vs {rb!r:.120}"
-    if not _same(a.metrics, b.metrics):
+    if not same_value(a.metrics, b.metrics):
         return f"metrics differ: {a.metrics!r} vs {b.metrics!r}"
     return None
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (
-            isinstance(a, np.ndarray)
-            and isinstance(b, np.ndarray)
-            and a.shape == b.shape
-            and a.dtype == b.dtype
-            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
-        )
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
 
 
 def _check_metrics(
@@ -372,3 +482,15 @@ def _check_close(adapter: Adapter, parameters: Mapping[str, Any], seed: int) -> 
     except Exception as exc:
         return Check("close", False, f"close() raised {_fault(exc)}")
     return Check("close", True, "safe before reset and twice")
+
+
+def _main(argv: Sequence[str]) -> int:
+    """``python -m evopolicy_mcp.adapters.conformance NAME PARAMETERS SEED STEPS``: print
+    the trajectory digest (what the cross-process check compares)."""
+    name, parameters, seed, steps = argv
+    print(trajectory_digest(load_adapter(name), json.loads(parameters), int(seed), int(steps)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

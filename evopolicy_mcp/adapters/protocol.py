@@ -28,6 +28,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple, Protocol
 
 __all__ = [
+    "ARTIFACT_BYTES",
     "ENTRY_POINT_GROUP",
     "Adapter",
     "AdapterError",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "evopolicy_mcp.environments"
+ARTIFACT_BYTES = 8 << 20  # all files ``Episode.artifacts()`` returns for one episode
 log = logging.getLogger(__name__)
 
 

@@ -9,11 +9,13 @@ what :func:`validate_action` checks actions against::
     >>> validate_action(box(-2.0, 2.0, (1,), names=["torque"]), [0.5])
     array([0.5], dtype=float32)
 
-Types: ``discrete`` (``n``, ``start``, optional ``meanings``), ``box``
+Types: ``discrete`` (``n``, ``start``, optional ``meanings`` and ``noop``), ``box``
 (``shape``, ``dtype``, ``low``/``high`` as one number when uniform else nested
 lists, ``null`` where unbounded, optional ``components`` for 1-D boxes),
 ``multi_discrete`` (``nvec``, ``start``), ``multi_binary`` (``shape``),
-``tuple`` (``spaces`` list) and ``dict`` (``spaces`` mapping).
+``tuple`` (``spaces`` list), ``dict`` (``spaces`` mapping), ``text`` (a str:
+``min_length``, ``max_length`` (``null`` = no limit), ``charset`` (``null`` = any
+character)) and ``sequence`` (a list of any length of items of ``item``).
 
 Action validation, sampling and counter-examples live in
 :mod:`evopolicy_mcp.adapters.actions` and are re-exported here, so an adapter needs one
@@ -48,7 +50,10 @@ __all__ = [
     "multi_discrete",
     "observation_problem",
     "plain",
+    "same_value",
     "sample_action",
+    "sequence_of",
+    "text",
     "tuple_of",
     "validate_action",
 ]
@@ -63,14 +68,23 @@ def _with_description(space: Space, description: str) -> Space:
 
 
 def discrete(
-    n: int, meanings: Sequence[str] | None = None, start: int = 0, description: str = ""
+    n: int,
+    meanings: Sequence[str] | None = None,
+    start: int = 0,
+    description: str = "",
+    noop: int | None = None,
 ) -> Space:
-    """Integers ``start .. start+n-1``; ``meanings[i]`` describes value ``start+i``."""
+    """Integers ``start .. start+n-1``; ``meanings[i]`` describes value ``start+i``;
+    ``noop`` is the value that does nothing, where there is one."""
     if meanings is not None and len(meanings) != n:
         raise ValueError(f"discrete({n}) needs {n} meanings, got {len(meanings)}")
+    if noop is not None and not start <= noop < start + n:
+        raise ValueError(f"noop {noop} is not a value of discrete({n}, start={start})")
     space: Space = {"type": "discrete", "n": int(n), "start": int(start)}
     if meanings is not None:
         space["meanings"] = list(meanings)
+    if noop is not None:
+        space["noop"] = int(noop)
     return _with_description(space, description)
 
 
@@ -181,19 +195,44 @@ def dict_of(spaces: Mapping[str, Space], description: str = "") -> Space:
     return _with_description({"type": "dict", "spaces": dict(spaces)}, description)
 
 
+def text(
+    max_length: int | None = None,
+    min_length: int = 0,
+    charset: str | None = None,
+    description: str = "",
+) -> Space:
+    """A str of ``min_length`` to ``max_length`` characters (None: no upper limit), each
+    in ``charset`` (None: any character)."""
+    space: Space = {
+        "type": "text",
+        "min_length": int(min_length),
+        "max_length": None if max_length is None else int(max_length),
+        "charset": charset,
+    }
+    return _with_description(space, description)
+
+
+def sequence_of(item: Space, description: str = "") -> Space:
+    """A list of any length whose every item lies in ``item``."""
+    return _with_description({"type": "sequence", "item": item}, description)
+
+
 def describe_gymnasium_space(space: Any, **descriptions: Any) -> Space:
     """Convert a gymnasium space into a description.
 
     Keyword arguments pass on to the builder: ``description`` for any space,
-    ``meanings`` for Discrete, ``names`` / ``descriptions`` for a 1-D Box and
+    ``meanings`` and ``noop`` for Discrete, ``names`` / ``descriptions`` for a 1-D Box,
     ``parts`` (a list for Tuple, a dict for Dict) with keyword arguments for
-    each sub-space.
+    each sub-space, and ``item`` (keyword arguments) for a Sequence's items. A
+    space of another class whose samples are strings (MiniGrid's mission) is
+    described as ``text``.
     """
     from gymnasium import spaces as gs  # the caller already imported gymnasium
 
-    text = descriptions.get("description", "")
+    note = descriptions.get("description", "")
     if isinstance(space, gs.Discrete):
-        return discrete(int(space.n), descriptions.get("meanings"), int(space.start), text)
+        meanings, noop = descriptions.get("meanings"), descriptions.get("noop")
+        return discrete(int(space.n), meanings, int(space.start), note, noop)
     if isinstance(space, gs.Box):
         return box(
             space.low,
@@ -202,23 +241,38 @@ def describe_gymnasium_space(space: Any, **descriptions: Any) -> Space:
             str(space.dtype),
             names=descriptions.get("names"),
             descriptions=descriptions.get("descriptions"),
-            description=text,
+            description=note,
         )
     if isinstance(space, gs.MultiDiscrete):
-        return multi_discrete(space.nvec, space.start, text)
+        return multi_discrete(space.nvec, space.start, note)
     if isinstance(space, gs.MultiBinary):
-        return multi_binary(list(space.shape), text)
+        return multi_binary(list(space.shape), note)
     if isinstance(space, gs.Tuple):
         parts = descriptions.get("parts") or [{}] * len(space.spaces)
         items = [describe_gymnasium_space(s, **p) for s, p in zip(space.spaces, parts, strict=True)]
-        return tuple_of(*items, description=text)
+        return tuple_of(*items, description=note)
     if isinstance(space, gs.Dict):
         parts = descriptions.get("parts") or {}
         return dict_of(
             {k: describe_gymnasium_space(s, **parts.get(k, {})) for k, s in space.spaces.items()},
-            text,
+            note,
         )
+    if isinstance(space, gs.Text):
+        charset = "".join(sorted(space.character_set))
+        return text(space.max_length, space.min_length, charset, note)
+    if isinstance(space, gs.Sequence):
+        item = describe_gymnasium_space(space.feature_space, **descriptions.get("item", {}))
+        return sequence_of(item, note)
+    if _samples_text(space):
+        return text(None, 0, None, note)
     raise TypeError(f"no description for gymnasium space {type(space).__name__}")
+
+
+def _samples_text(space: Any) -> bool:
+    try:
+        return isinstance(space.sample(), str)
+    except Exception:  # a space that cannot sample is none of ours
+        return False
 
 
 # --- observations -------------------------------------------------------------
@@ -266,3 +320,25 @@ def observation_problem(obs: Any, where: str = "observation") -> str | None:
                 return problem
         return None
     return f"{where} is {type(obs).__module__}.{type(obs).__qualname__} (convert with spaces.plain)"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two observations (or any values of the allowed kinds) are identical:
+    arrays by shape, dtype and contents (NaN equals NaN), everything else by type and value."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+        )
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)

@@ -130,7 +130,8 @@ class AgentOutcome:
 
 def _run_name(task: str, agent: str) -> str:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{task}-{agent}-{stamp}-{secrets.token_hex(2)}"
+    # A family task's id has a slash (minigrid/doorkey-8x8); a run name has none.
+    return f"{task.replace('/', '.')}-{agent}-{stamp}-{secrets.token_hex(2)}"
 
 
 def _within(path: Path, parent: Path) -> bool:

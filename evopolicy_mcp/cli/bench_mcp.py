@@ -43,9 +43,6 @@ def _bench_task(tasks_dir: Path) -> None:
     _, _, tail = rest.partition("[validation]")
     budget = "[budget]\nepisodes = 10000\nsubmissions = 200\nper_submission = 100\npool = 100\n\n"
     (tasks_dir / "cartpole-bench.toml").write_text(head + budget + "[validation]" + tail)
-    baseline = source.parent / "baselines" / "cartpole"
-    (tasks_dir / "baselines").mkdir()
-    (tasks_dir / "baselines" / "cartpole").symlink_to(baseline)
 
 
 def _serve_command(data_dir: Path, tasks_dir: Path | None, *extra: str) -> list[str]:

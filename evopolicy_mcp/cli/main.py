@@ -30,24 +30,54 @@ def _tasks(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    tasks = _tasks(args)
+    from evopolicy_mcp.tasks.model import load_catalog, unavailable
+
+    catalog = load_catalog(args.tasks_dir or ())
+    tasks = list(catalog.tasks.values())
+    if args.family is not None:
+        tasks = [t for t in tasks if t.family == args.family]
+        if not tasks:
+            known = ", ".join(sorted({t.family for t in catalog.tasks.values()}))
+            raise UsageError(f"no tasks in family {args.family[:60]!r}; families: {known}")
     if args.json:
         rows = [
             {
                 "id": t.id,
+                "family": t.family,
                 "title": t.title,
                 "summary": t.summary,
                 "adapter": t.adapter,
+                "extra": t.extra,
+                "available": unavailable(t) is None,
                 "budget": t.budget.model_dump(),
             }
-            for t in tasks.values()
+            for t in tasks
         ]
         print(json.dumps(rows, indent=2))
         return 0
-    width = max((len(t) for t in tasks), default=4)
-    print(f"{'id':<{width}}  {'episodes':>8}  {'subs':>4}  summary")
-    for t in tasks.values():
-        print(f"{t.id:<{width}}  {t.budget.episodes:>8}  {t.budget.submissions:>4}  {t.summary}")
+    groups: dict[str, list[Any]] = {}
+    for t in tasks:
+        groups.setdefault(t.family, []).append(t)
+    width = max((len(t.id) for t in tasks), default=4)
+    missing_extras: set[str] = set()
+    for family, members in sorted(groups.items()):
+        info = catalog.family_of(members[0])
+        extras = sorted({t.extra for t in members if t.extra})
+        absent = sorted({t.extra for t in members if t.extra and unavailable(t)})
+        missing_extras.update(absent)
+        needs = f"  [extra: {', '.join(extras)}" + (" - NOT INSTALLED]" if absent else "]")
+        title = f"  {info.title}" if info.title != family else ""
+        print(
+            f"{family} ({len(members)} task{'s' if len(members) != 1 else ''}){title}"
+            + (needs if extras else "")
+        )
+        for t in members:
+            mark = "  (not installed)" if t.extra in absent else ""
+            print(f"  {t.id:<{width}}  {t.budget.episodes:>6} episodes  {t.summary}{mark}")
+    print(f"{len(tasks)} tasks in {len(groups)} families")
+    if missing_extras:
+        listed = ",".join(sorted(missing_extras))
+        print(f'not installed: [{listed}]; add them with pip install "evopolicy-mcp[{listed}]"')
     return 0
 
 
@@ -99,11 +129,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from evopolicy_mcp.evaluation.snapshot import capture
     from evopolicy_mcp.kernel.sandbox import Isolation
     from evopolicy_mcp.runner.template import Runner
-    from evopolicy_mcp.tasks.model import task_dirs
+    from evopolicy_mcp.tasks.model import task_dirs, unknown_task
 
     tasks = _tasks(args)
     if args.task not in tasks:
-        raise UsageError(f"unknown task {args.task!r}; run `evopolicy-mcp tasks` to list them")
+        raise UsageError(
+            unknown_task(args.task, tasks) + "; run `evopolicy-mcp tasks` to list them"
+        )
     task = tasks[args.task]
     source = Path(args.policy_dir) if args.policy_dir else task.baseline_dir
     if not source.is_dir():
@@ -277,8 +309,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             help="extra directory of task files (repeatable; also EVOPOLICY_TASKS)",
         )
 
-    p = add("tasks", cmd_tasks, "list the tasks")
+    p = add("tasks", cmd_tasks, "list the tasks, grouped by family")
     tasks_dir(p)
+    p.add_argument("--family", metavar="F", help="only the tasks of family F")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = add("evaluate", cmd_evaluate, "evaluate a program on a task's episodes")

@@ -10,49 +10,12 @@ drift from what Gymnasium does.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CATALOG", "EnvInfo", "Kwarg", "Tally"]
+from evopolicy_mcp.adapters.gym import Kwarg, Tally, Texts
 
-
-@dataclass
-class Tally:
-    """Running facts about one episode, from which the metrics are computed."""
-
-    steps: int = 0
-    terminated: bool = False
-    truncated: bool = False
-    last_reward: float = 0.0
-    counts: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Kwarg:
-    """A constructor argument a task may set through ``parameters.kwargs``."""
-
-    types: tuple[type, ...]
-    default: Any
-    choices: tuple[Any, ...] | None = None
-
-
-Describe = Callable[[Any, Mapping[str, Any]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class EnvInfo:
-    observation: Describe  # (unwrapped env, settings) -> describe_gymnasium_space kwargs
-    action: Describe
-    reward: str
-    termination: str
-    metrics: dict[str, str]
-    outcome: Callable[[Tally], dict[str, float]]
-    kwargs: dict[str, Kwarg] = field(default_factory=dict)
-    # Predicates over (observation, reward) counted every step into Tally.counts.
-    counters: dict[str, Callable[[Any, float], bool]] = field(default_factory=dict)
-    default_max_steps: int | None = None
-    extra: Describe = lambda env, settings: {}
+__all__ = ["CATALOG"]
 
 
 def _flag(value: bool) -> float:
@@ -88,9 +51,8 @@ def _grid_meanings(names: list[str]) -> dict[str, Any]:
 def _frozenlake_obs(env: Any, s: Mapping[str, Any]) -> dict[str, Any]:
     rows = [bytes(r).decode() for r in env.desc]
     slip = (
-        f"slippery: the agent moves in the intended direction with probability "
-        f"{s['success_rate']:.3g}, otherwise to one of the two perpendicular directions "
-        "with equal probability"
+        "slippery: the agent moves in the intended direction with probability 1/3, "
+        "otherwise to one of the two perpendicular directions with equal probability"
         if s["is_slippery"]
         else "not slippery: moves go where intended"
     )
@@ -105,14 +67,13 @@ def _frozenlake_obs(env: Any, s: Mapping[str, Any]) -> dict[str, Any]:
 
 def _taxi_obs(env: Any, s: Mapping[str, Any]) -> dict[str, Any]:
     weather = (
-        f" Rainy: moves go as intended with probability {s['rainy_probability']}, "
-        "otherwise sideways."
+        " Rainy: moves go as intended with probability 0.8, otherwise sideways."
         if s["is_rainy"]
         else ""
     )
     fickle = (
-        f" Fickle passenger: with probability {s['fickle_probability']} the destination "
-        "changes once, on the first move after pick-up."
+        " Fickle passenger: with probability 0.3 the destination changes once, on the "
+        "first move after pick-up."
         if s["fickle_passenger"]
         else ""
     )
@@ -170,8 +131,8 @@ def _blackjack_outcome(t: Tally) -> dict[str, float]:
     }
 
 
-CATALOG: dict[str, EnvInfo] = {
-    "CartPole-v1": EnvInfo(
+CATALOG: dict[str, Texts] = {
+    "CartPole-v1": Texts(
         observation=_cartpole_obs,
         action=lambda env, s: {
             "meanings": [
@@ -187,7 +148,7 @@ CATALOG: dict[str, EnvInfo] = {
         outcome=lambda t: {"success": _flag(t.truncated and not t.terminated)},
         kwargs={"sutton_barto_reward": Kwarg((bool,), False)},
     ),
-    "Acrobot-v1": EnvInfo(
+    "Acrobot-v1": Texts(
         observation=lambda env, s: {
             "description": "Two links hanging from a fixed pivot; theta1 is the angle of the "
             "first link from pointing straight down, theta2 the angle of the second link "
@@ -223,7 +184,7 @@ CATALOG: dict[str, EnvInfo] = {
         metrics={"success": "1.0 if the free end swung up to the target height, else 0.0"},
         outcome=_reached,
     ),
-    "MountainCar-v0": EnvInfo(
+    "MountainCar-v0": Texts(
         observation=lambda env, s: {
             "description": "A car in a valley; height at position x is sin(3x). Start: "
             "position uniform in [-0.6, -0.4], velocity 0. Each step: velocity += "
@@ -245,7 +206,7 @@ CATALOG: dict[str, EnvInfo] = {
         outcome=_reached,
         kwargs={"goal_velocity": Kwarg((int, float), 0.0)},
     ),
-    "MountainCarContinuous-v0": EnvInfo(
+    "MountainCarContinuous-v0": Texts(
         observation=lambda env, s: {
             "description": "A car in a valley; height at position x is sin(3x). Start: "
             "position uniform in [-0.6, -0.4], velocity 0. Each step: velocity += force * "
@@ -269,7 +230,7 @@ CATALOG: dict[str, EnvInfo] = {
         outcome=_reached,
         kwargs={"goal_velocity": Kwarg((int, float), 0.0)},
     ),
-    "Pendulum-v1": EnvInfo(
+    "Pendulum-v1": Texts(
         observation=lambda env, s: {
             "description": "A pendulum on a motorised pivot; theta is its angle from upright "
             "(0 = up, positive = counter-clockwise). Start: theta uniform in [-pi, pi], angular "
@@ -296,9 +257,9 @@ CATALOG: dict[str, EnvInfo] = {
         },
         outcome=lambda t: {"upright_fraction": t.counts.get("upright", 0) / max(t.steps, 1)},
         kwargs={"g": Kwarg((int, float), 10.0)},
-        counters={"upright": lambda obs, r: float(obs[0]) > math.cos(0.2)},
+        counters={"upright": lambda obs, r, info: float(obs[0]) > math.cos(0.2)},
     ),
-    "FrozenLake-v1": EnvInfo(
+    "FrozenLake-v1": Texts(
         observation=_frozenlake_obs,
         action=lambda env, s: _grid_meanings(["left", "down", "right", "up"]),
         reward="1 on reaching the goal G, 0 otherwise",
@@ -314,11 +275,10 @@ CATALOG: dict[str, EnvInfo] = {
         kwargs={
             "map_name": Kwarg((str,), "4x4", ("4x4", "8x8")),
             "is_slippery": Kwarg((bool,), True),
-            "success_rate": Kwarg((int, float), 1.0 / 3.0),
         },
         extra=lambda env, s: {"map": [bytes(r).decode() for r in env.desc]},
     ),
-    "Taxi-v4": EnvInfo(
+    "Taxi-v3": Texts(
         observation=_taxi_obs,
         action=lambda env, s: {
             "meanings": [
@@ -346,12 +306,10 @@ CATALOG: dict[str, EnvInfo] = {
         kwargs={
             "is_rainy": Kwarg((bool,), False),
             "fickle_passenger": Kwarg((bool,), False),
-            "rainy_probability": Kwarg((int, float), 0.8),
-            "fickle_probability": Kwarg((int, float), 0.3),
         },
-        counters={"illegal": lambda obs, r: r == -10},
+        counters={"illegal": lambda obs, r, info: r == -10},
     ),
-    "CliffWalking-v1": EnvInfo(
+    "CliffWalking-v1": Texts(
         observation=_cliff_obs,
         action=lambda env, s: _grid_meanings(["up", "right", "down", "left"]),
         reward="-1 per step; -100 for stepping into the cliff (which returns the agent to start)",
@@ -365,10 +323,10 @@ CATALOG: dict[str, EnvInfo] = {
             "cliff_falls": float(t.counts.get("cliff", 0)),
         },
         kwargs={"is_slippery": Kwarg((bool,), False)},
-        counters={"cliff": lambda obs, r: r == -100},
+        counters={"cliff": lambda obs, r, info: r == -100},
         default_max_steps=200,  # the environment itself has no time limit
     ),
-    "Blackjack-v1": EnvInfo(
+    "Blackjack-v1": Texts(
         observation=lambda env, s: _BLACKJACK_OBS,
         action=lambda env, s: {"meanings": ["stick (stop drawing)", "hit (draw a card)"]},
         reward="+1 win, -1 loss, 0 draw, given when the hand ends (0 while you keep hitting); "

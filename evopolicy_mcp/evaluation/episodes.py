@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from evopolicy_mcp.adapters.protocol import (
+    ARTIFACT_BYTES,
     Adapter,
     AdapterError,
     EnvSpec,
@@ -53,7 +54,7 @@ from evopolicy_mcp.evaluation.scoring import aggregate_metrics, score_episodes
 from evopolicy_mcp.evaluation.snapshot import Program
 from evopolicy_mcp.kernel.frames import FrameError
 from evopolicy_mcp.runner.template import Failure, PolicyFailure, ProcessLimits, Runner, RunnerError
-from evopolicy_mcp.tasks.model import Task
+from evopolicy_mcp.tasks.model import Task, unavailable
 
 __all__ = [
     "ArtifactWriter",
@@ -69,7 +70,6 @@ __all__ = [
 
 STDERR_CHARS = 9000  # above process.OUTPUT_HEAD + OUTPUT_TAIL: the head survives
 REPORT_CHARS = 16_000  # JSON size of one episode's report()
-ARTIFACT_BYTES = 8 << 20  # all files of one episode
 ArtifactWriter = Callable[[int, str, bytes], None]  # (episode index, file name, content)
 T = TypeVar("T")
 
@@ -120,9 +120,23 @@ def policy_context(task: Task, spec: EnvSpec, policy_seed: int) -> dict[str, Any
     }
 
 
+TRACE_ARRAY_ITEMS = 256  # larger arrays (images, RAM) are summarised in traces
+
+
 def jsonable(value: Any) -> Any:
-    """Observations and actions as JSON values for traces (arrays become lists)."""
+    """Observations and actions as JSON values for traces: arrays become lists, and an
+    array of more than TRACE_ARRAY_ITEMS items (an image) a summary of its shape, dtype
+    and value range, so a trace stays readable and small."""
     if hasattr(value, "tolist"):
+        size = getattr(value, "size", 0)
+        if size > TRACE_ARRAY_ITEMS:
+            return {
+                "array": list(value.shape),
+                "dtype": str(value.dtype),
+                "min": jsonable(value.min().item()),
+                "max": jsonable(value.max().item()),
+                "mean": jsonable(round(float(value.mean()), 4)),
+            }
         return value.tolist()
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
@@ -277,21 +291,29 @@ class _Episode:
     def _extras(
         self, env: Any, index: int, traced: bool
     ) -> tuple[dict[str, Any] | None, list[str]]:
-        """The episode's optional report and saved artifacts, checked against their bounds."""
+        """The episode's optional artifacts and report, checked against their bounds.
+        Artifacts come first, so the report can say what became of them (a replay that
+        this machine cannot render)."""
+        saved: list[str] = []
+        if traced and self.save_artifact is not None and hasattr(env, "artifacts"):
+            saved = self._save_artifacts(env, index)
         report = None
         if self.reports and hasattr(env, "report"):
             report = self._adapter_call(env.report)
-            try:
-                size = len(json.dumps(report, allow_nan=False))
-            except (TypeError, ValueError) as exc:
-                raise EvaluationAborted(f"adapter fault: report() is not JSON: {exc}") from exc
-            if not isinstance(report, dict) or size > REPORT_CHARS:
-                raise EvaluationAborted(
-                    f"adapter fault: report() must be a dict of at most {REPORT_CHARS} JSON "
-                    f"characters, got {type(report).__name__} of {size}"
-                )
-        if not (traced and self.save_artifact is not None and hasattr(env, "artifacts")):
-            return report, []
+            if report is not None:
+                try:
+                    size = len(json.dumps(report, allow_nan=False))
+                except (TypeError, ValueError) as exc:
+                    raise EvaluationAborted(f"adapter fault: report() is not JSON: {exc}") from exc
+                if not isinstance(report, dict) or size > REPORT_CHARS:
+                    raise EvaluationAborted(
+                        f"adapter fault: report() must be a dict of at most {REPORT_CHARS} "
+                        f"JSON characters, got {type(report).__name__} of {size}"
+                    )
+        return report, saved
+
+    def _save_artifacts(self, env: Any, index: int) -> list[str]:
+        assert self.save_artifact is not None
         files = self._adapter_call(env.artifacts)
         if not isinstance(files, dict):
             raise EvaluationAborted("adapter fault: artifacts() must return {name: bytes}")
@@ -304,7 +326,7 @@ class _Episode:
                 self.save_artifact(index, name, data)
             except Exception as exc:
                 raise EvaluationAborted(f"host fault saving artifact {name!r}: {exc!r}") from exc
-        return report, sorted(files)
+        return sorted(files)
 
     @staticmethod
     def _adapter_call(fn: Callable[..., T], *args: Any) -> T:
@@ -355,6 +377,9 @@ def evaluate(
     the files of traced episodes (called from the evaluation's host thread).
     """
     started = time.monotonic()
+    missing = unavailable(task)
+    if missing is not None:
+        raise EvaluationAborted(missing)
     try:
         adapter = load_adapter(task.adapter)
         spec = adapter.spec(task.parameters)

@@ -75,7 +75,7 @@ from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.runner.template import Runner
 from evopolicy_mcp.store.database import PENDING, Rejected, Store
 from evopolicy_mcp.store.records import RunRecord, SubmissionRecord
-from evopolicy_mcp.tasks.model import Task, load_tasks, task_dirs
+from evopolicy_mcp.tasks.model import Task, load_tasks, task_dirs, unavailable, unknown_task
 
 __all__ = ["ERROR_CODES", "Host", "HostError", "RUN_NAME"]
 
@@ -199,10 +199,17 @@ class Host:
 
     # ------------------------------------------------------------ tasks
 
-    def list_tasks(self) -> list[TaskInfo]:
+    def list_tasks(self, family: str | None = None) -> list[TaskInfo]:
         tasks = list(self.tasks.values())
         if self.bind is not None:
             tasks = [t for t in tasks if t.id == self.bind[0]]
+        if family is not None:
+            tasks = [t for t in tasks if t.family == family]
+            if not tasks:
+                known = ", ".join(sorted({t.family for t in self.tasks.values()})) or "none"
+                raise HostError(
+                    "unknown_task", f"no tasks in family {family[:60]!r}; families: {known}"
+                )
         return [task_info(t) for t in tasks]
 
     def task_info(self, task_id: str) -> TaskInfo:
@@ -222,12 +229,12 @@ class Host:
             )
         task = self.tasks.get(task_id)
         if task is None:
-            known = ", ".join(self.tasks) or "none"
-            raise HostError("unknown_task", f"no task {task_id!r}; known tasks: {known}")
+            raise HostError("unknown_task", unknown_task(task_id, self.tasks) + " (see list_tasks)")
         return task
 
     def _spec(self, task: Task) -> EnvSpec:
         if task.id not in self._specs:
+            self._check_available(task)
             try:
                 self._specs[task.id] = load_adapter(task.adapter).spec(task.parameters)
             except Exception as exc:  # AdapterError, or a broken plugin
@@ -239,6 +246,16 @@ class Host:
                 ) from None
         return self._specs[task.id]
 
+    @staticmethod
+    def _check_available(task: Task) -> None:
+        missing = unavailable(task)
+        if missing is not None:
+            raise HostError(
+                "task_unavailable",
+                f"{missing}. Choose another task (list_tasks shows available = true) or ask "
+                "the operator to install it",
+            )
+
     # ------------------------------------------------------------ runs
 
     def start_run(self, task_id: str) -> RunInfo:
@@ -249,6 +266,7 @@ class Host:
                 f"call start_run({self.bind[0]!r}) to get it",
             )
         task = self._task(task_id)
+        self._check_available(task)
         with self._start_lock:
             if self.bind is not None:
                 run = self._bound_run(task)

@@ -31,7 +31,7 @@ from evopolicy_mcp.host.views import (
     TaskSpec,
 )
 from evopolicy_mcp.store.records import SubmissionRecord
-from evopolicy_mcp.tasks.model import Task
+from evopolicy_mcp.tasks.model import Task, unavailable
 
 __all__ = [
     "BASELINE_MAX_BYTES",
@@ -69,7 +69,14 @@ def budget_view(task: Task) -> BudgetView:
 
 
 def task_info(task: Task) -> TaskInfo:
-    return TaskInfo(id=task.id, title=task.title, summary=task.summary, budget=budget_view(task))
+    return TaskInfo(
+        id=task.id,
+        family=task.family,
+        title=task.title,
+        summary=task.summary,
+        budget=budget_view(task),
+        available=unavailable(task) is None,
+    )
 
 
 def rules(task: Task) -> list[str]:
@@ -146,6 +153,7 @@ def task_spec(
     s, lim = task.score, task.limits
     full = TaskSpec(
         id=task.id,
+        family=task.family,
         title=task.title,
         summary=task.summary,
         description=task.description,

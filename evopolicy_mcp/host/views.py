@@ -67,9 +67,14 @@ class BudgetView(_View):
 
 class TaskInfo(_View):
     id: str
+    family: str = Field(description="the family the task belongs to (tasks are grouped by it)")
     title: str
     summary: str
     budget: BudgetView
+    available: bool = Field(
+        description="false when this server lacks the task's environment package: "
+        "describe_task and start_run then say what the operator must install"
+    )
 
 
 class ScoreView(_View):
@@ -95,6 +100,7 @@ class TaskSpec(_View):
     ``title`` to ``limits``, and the fields after them fill the next pages in order."""
 
     id: str
+    family: str | None = None
     title: str | None = None
     summary: str | None = None
     description: str | None = None

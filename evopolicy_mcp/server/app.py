@@ -60,7 +60,9 @@ WAIT_MAX = 50.0  # stays under the 60 s tool-call timeout some clients apply by 
 _WAIT_SLICE = 2.0  # get_feedback reports progress at least this often while it waits
 _READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
-TaskId = Annotated[str, Field(description="a task id from list_tasks, e.g. 'cartpole'")]
+TaskId = Annotated[
+    str, Field(description="a task id from list_tasks, e.g. 'cartpole' or 'minigrid/doorkey-8x8'")
+]
 RunId = Annotated[str, Field(description="the run_id returned by start_run")]
 SubmissionId = Annotated[str, Field(description="a submission_id returned by submit_policy")]
 
@@ -107,9 +109,15 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             await progress.report(view.episodes_done, view.indices_total)
 
     @tool(_READ_ONLY)
-    async def list_tasks() -> Annotated[CallToolResult, list[TaskInfo]]:
-        """List the tasks: id, title, one-line summary and budget of each. Costs nothing."""
-        return list_result(await host_call("list_tasks", slot.host.list_tasks))
+    async def list_tasks(
+        family: Annotated[
+            str | None,
+            Field(description="only the tasks of this family, e.g. 'minigrid' (default: all)"),
+        ] = None,
+    ) -> Annotated[CallToolResult, list[TaskInfo]]:
+        """List the tasks: id, family, title, one-line summary and budget of each, and
+        whether this server has its environment installed (available). Costs nothing."""
+        return list_result(await host_call("list_tasks", lambda: slot.host.list_tasks(family)))
 
     @tool(_READ_ONLY)
     async def describe_task(
@@ -316,7 +324,7 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
         """Working instructions: edit, submit on few episodes, compare on matched indices."""
         return guide.WORKING_INSTRUCTIONS
 
-    @mcp.resource("evopolicy://tasks/{task_id}", title="Task spec", mime_type="application/json")
+    @mcp.resource("evopolicy://tasks/{+task_id}", title="Task spec", mime_type="application/json")
     async def task_spec(task_id: str) -> str:
         """The public spec of a task, as describe_task returns it."""
         return compact_text(await resource_call(lambda: slot.host.describe_task(task_id)))

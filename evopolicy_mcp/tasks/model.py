@@ -2,40 +2,56 @@
 
 A task names an adapter and its parameters, how episodes are scored, the
 budget an agent gets, the validation and assessment sizes, the limits of each
-policy process and a weak baseline policy. Built-in tasks live in the
-repository's ``tasks/``; more directories come from ``--tasks-dir`` or the
-``EVOPOLICY_TASKS`` environment variable (``os.pathsep``-separated). A later
-directory's task replaces a built-in one with the same id.
+policy process and a weak baseline policy. A file holds one task, or a family
+of them (:mod:`evopolicy_mcp.tasks.families`: ids ``family/variant``). Built-in
+tasks live in the package's ``tasks/builtin/``; more directories come from
+``--tasks-dir`` or the ``EVOPOLICY_TASKS`` environment variable
+(``os.pathsep``-separated). A later directory's task replaces a built-in one
+with the same id. A task whose package extra is not installed is still listed;
+:func:`unavailable` says what to install.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evopolicy_mcp.tasks.extras import install_command, missing_packages
+from evopolicy_mcp.tasks.families import FamilyInfo, expand_family, is_family
+
 __all__ = [
     "BUILTIN_TASKS_DIR",
+    "SHARED_BASELINES",
     "Assessment",
     "Budget",
+    "Catalog",
+    "FamilyInfo",
     "Limits",
     "Score",
     "Task",
     "TaskError",
     "get_task",
     "Validation",
+    "load_catalog",
+    "load_file",
     "load_task_file",
     "load_tasks",
     "task_dirs",
     "task_family",
+    "unavailable",
+    "unknown_task",
 ]
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parent / "builtin"
+# Baselines any task may name instead of a directory of its own (builtin/baselines/NAME).
+SHARED_BASELINES = ("random", "noop")
 
 
 class TaskError(Exception):
@@ -104,7 +120,17 @@ class Limits(_Strict):
 
 
 class Task(_Strict):
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)?$")
+    family: str = Field(
+        default="",
+        pattern=r"^([a-z0-9][a-z0-9_.-]*)?$",
+        description="the family the task is listed under (default: its adapter)",
+    )
+    extra: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_.-]*$",
+        description="the package extra whose packages the environment needs",
+    )
     title: str
     summary: str = Field(description="one line for task lists")
     description: str = Field(
@@ -118,7 +144,8 @@ class Task(_Strict):
     assessment: Assessment
     limits: Limits = Limits()
     baseline: str = Field(
-        description="path of the baseline program directory, relative to the task file"
+        description="a shared baseline (random, noop) or the path of a baseline program "
+        "directory, relative to the task file"
     )
     trace_episodes: int = Field(
         default=2, ge=0, description="episodes per submission with a step trace"
@@ -128,6 +155,17 @@ class Task(_Strict):
     # Set by the loader, not by the file.
     source: Path | None = Field(default=None, exclude=True)
     digest: str = Field(default="", exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_defaults_to_the_adapter(cls, data: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and not data.get("family")
+            and isinstance(data.get("adapter"), str)
+        ):
+            return {**data, "family": data["adapter"]}
+        return data
 
     @model_validator(mode="after")
     def _budget_is_coherent(self) -> Task:
@@ -150,6 +188,8 @@ class Task(_Strict):
 
     @property
     def baseline_dir(self) -> Path:
+        if self.baseline in SHARED_BASELINES:
+            return BUILTIN_TASKS_DIR / "baselines" / self.baseline
         base = self.source.parent if self.source else Path.cwd()
         return (base / self.baseline).resolve()
 
@@ -163,6 +203,19 @@ def task_family(task: Task | dict[str, Any]) -> str:
         return declared
     task_id = str(data.get("id", ""))
     return task_id.split("/", 1)[0] if "/" in task_id else str(data.get("adapter", "-"))
+def unavailable(task: Task) -> str | None:
+    """Why ``task`` cannot run here (its extra is not installed), in one line; else None."""
+    if task.extra is None:
+        return None
+    missing = missing_packages(task.extra)
+    if not missing:
+        return None
+    return (
+        f"task {task.id!r} needs the [{task.extra}] extra, which is not installed here "
+        f"(missing: {', '.join(missing[:4])}); install it with: {install_command(task.extra)} "
+        f'(from a clone: pip install -e ".[{task.extra}]"; name several extras in one call, '
+        f'e.g. ".[all]")'
+    )
 
 
 def _format_validation_error(path: Path, exc: ValidationError) -> str:
@@ -176,25 +229,62 @@ def _format_validation_error(path: Path, exc: ValidationError) -> str:
     return f"{path}: " + "; ".join(parts)
 
 
-def load_task_file(path: Path) -> Task:
-    """Parse and validate one task file; errors name the file and the key."""
+def _read(path: Path) -> tuple[dict[str, Any], bytes]:
     try:
         raw = path.read_bytes()
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8")), raw
     except OSError as exc:
         raise TaskError(f"{path}: cannot read task file: {exc.strerror}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise TaskError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def _task(data: dict[str, Any], path: Path, digest: str) -> Task:
     for key in ("source", "digest"):
         if key in data:
             raise TaskError(f"{path}: unknown key {key!r}")
     try:
         task = Task.model_validate(data)
     except ValidationError as exc:
-        raise TaskError(_format_validation_error(path, exc)) from None
-    return task.model_copy(
-        update={"source": path.resolve(), "digest": hashlib.sha256(raw).hexdigest()}
-    )
+        where = path if "/" not in str(data.get("id", "")) else f"{path} ({data['id']})"
+        raise TaskError(_format_validation_error(Path(str(where)), exc)) from None
+    return task.model_copy(update={"source": path.resolve(), "digest": digest})
+
+
+def load_task_file(path: Path) -> Task:
+    """Parse and validate one task file; errors name the file and the key."""
+    data, raw = _read(path)
+    if is_family(data):
+        raise TaskError(f"{path}: a family file holds several tasks; load it with load_catalog")
+    return _task(data, path, hashlib.sha256(raw).hexdigest())
+
+
+def load_file(path: Path) -> tuple[FamilyInfo | None, list[Task]]:
+    """The tasks of a task file or a family file (with its family); errors name the file,
+    the variant and the key."""
+    data, raw = _read(path)
+    if not is_family(data):
+        return None, [_task(data, path, hashlib.sha256(raw).hexdigest())]
+    try:
+        family, tables = expand_family(data)
+    except ValueError as exc:
+        raise TaskError(f"{path}: {exc}") from None
+    tasks = []
+    for table in tables:
+        digest = hashlib.sha256(raw + b"\0" + table["id"].encode()).hexdigest()
+        tasks.append(_task(table, path, digest))
+    return family, tasks
+
+
+class Catalog:
+    """Every task by id (in id order) and every declared family by id."""
+
+    def __init__(self, tasks: dict[str, Task], families: dict[str, FamilyInfo]) -> None:
+        self.tasks = tasks
+        self.families = families
+
+    def family_of(self, task: Task) -> FamilyInfo:
+        return self.families.get(task.family) or FamilyInfo(task.family, task.family, "", None)
 
 
 def task_dirs(extra: Iterable[str | os.PathLike[str]] = (), *, builtin: bool = True) -> list[Path]:
@@ -212,24 +302,42 @@ def task_dirs(extra: Iterable[str | os.PathLike[str]] = (), *, builtin: bool = T
     return dirs
 
 
-def load_tasks(extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Task]:
-    """All tasks by id, in id order. A missing directory is an error only when
-    it was asked for explicitly."""
+def load_catalog(extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> Catalog:
+    """All tasks and families of the task directories. A missing directory is an error
+    only when it was asked for explicitly."""
     tasks: dict[str, Task] = {}
+    families: dict[str, FamilyInfo] = {}
     for directory in task_dirs(extra_dirs):
         if not directory.is_dir():
             if directory != BUILTIN_TASKS_DIR:
                 raise TaskError(f"tasks directory {directory} does not exist")
             continue
         for path in sorted(directory.glob("*.toml")):
-            task = load_task_file(path)
-            tasks[task.id] = task
-    return dict(sorted(tasks.items()))
+            family, found = load_file(path)
+            if family is not None:
+                families[family.id] = family
+            tasks.update((t.id, t) for t in found)
+    return Catalog(dict(sorted(tasks.items())), families)
+
+
+def load_tasks(extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Task]:
+    """All tasks by id, in id order."""
+    return load_catalog(extra_dirs).tasks
+
+
+def unknown_task(task_id: object, tasks: Mapping[str, Task]) -> str:
+    """One bounded line for a task id that is not among ``tasks``: the nearest ids, and
+    how many tasks there are in which families."""
+    shown = repr(task_id) if len(repr(task_id)) <= 80 else repr(task_id)[:77] + "..."
+    near = difflib.get_close_matches(str(task_id)[:200], list(tasks), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
+    families = sorted({t.family for t in tasks.values()})
+    listed = ", ".join(families[:20]) + (", ..." if len(families) > 20 else "")
+    return f"unknown task {shown}{hint}; {len(tasks)} tasks in families {listed or 'none'}"
 
 
 def get_task(task_id: str, extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> Task:
     tasks = load_tasks(extra_dirs)
     if task_id not in tasks:
-        known = ", ".join(tasks) or "none"
-        raise TaskError(f"unknown task {task_id!r}; known tasks: {known}")
+        raise TaskError(unknown_task(task_id, tasks))
     return tasks[task_id]

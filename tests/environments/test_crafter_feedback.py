@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from evopolicy_mcp.adapters import protocol as adapters
+from evopolicy_mcp.adapters import replay
 from evopolicy_mcp.environments.crafter import report as crafter_report
 from evopolicy_mcp.environments.crafter.adapter import (
     CrafterAdapter,
@@ -75,7 +76,7 @@ def test_artifacts_replay_the_episode_within_their_size_limits() -> None:
     gif = Image.open(io.BytesIO(files["replay.gif"]))
     limit = crafter_report.GIF_FRAMES + crafter_report.LAST_FRAMES + 2
     assert gif.size == (64, 64) and 2 <= getattr(gif, "n_frames", 0) <= limit
-    assert len(files["replay.gif"]) <= crafter_report.GIF_BYTES
+    assert len(files["replay.gif"]) <= replay.GIF_BYTES
     assert len(files["trajectory.jsonl.gz"]) <= crafter_report.TRAJECTORY_BYTES
 
 
@@ -84,7 +85,7 @@ def test_a_replay_that_exceeds_the_gif_limit_keeps_fewer_frames(
 ) -> None:
     from PIL import Image
 
-    monkeypatch.setattr(crafter_report, "GIF_BYTES", 40_000)
+    monkeypatch.setattr(replay, "GIF_BYTES", 40_000)
     episode = ADAPTER.make_episode({"length": 200}, 12)
     episode.reset()
     for action in random_actions(12, 200):

@@ -12,7 +12,7 @@ from evopolicy_mcp.host.views import SubmissionView
 from evopolicy_mcp.tasks.model import BUILTIN_TASKS_DIR
 
 SEED = 33
-BASELINE_DIR = BUILTIN_TASKS_DIR / "baselines" / "cartpole"
+BASELINE_DIR = BUILTIN_TASKS_DIR / "baselines" / "random"
 
 GOOD = """
 def make_policy(context):

@@ -12,7 +12,7 @@ from evopolicy_mcp.tasks.model import BUILTIN_TASKS_DIR
 from tests.support import host as host_support
 
 MINI = "cartpole-mini"
-BASELINE_DIR = BUILTIN_TASKS_DIR / "baselines" / "cartpole"
+BASELINE_DIR = BUILTIN_TASKS_DIR / "baselines" / "random"
 
 PD_FILES = {"policy.py": IMPROVED_POLICY}
 BASELINE_FILES = {"policy.py": (BASELINE_DIR / "policy.py").read_text()}

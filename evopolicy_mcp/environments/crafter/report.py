@@ -17,8 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import numpy as np
-
+from evopolicy_mcp.adapters.replay import gif
 from evopolicy_mcp.environments.crafter.names import ACTIONS, DEATH_CAUSES, FACING, ITEMS, VITALS
 from evopolicy_mcp.environments.crafter.scoring import ACHIEVEMENTS, survival_value
 
@@ -40,7 +39,6 @@ WINDOW = 100  # steps per window of the confinement check
 CONFINED_CELLS = 4  # a window spent awake on at most this many cells counts as confined
 GIF_FRAMES = 200  # evenly spaced frames, plus every frame of the last LAST_FRAMES steps
 LAST_FRAMES = 60
-GIF_BYTES = 2_000_000
 TRAJECTORY_BYTES = 1_000_000
 
 
@@ -184,30 +182,6 @@ class _Writer:
         return self.buffer.getvalue()
 
 
-def _gif(frames: list[np.ndarray], milliseconds: int) -> bytes:
-    from PIL import Image  # pillow comes with crafter
-
-    while True:
-        # One palette for all frames: quantizing each frame on its own costs 4x the time.
-        sample = np.concatenate(frames[:: max(1, len(frames) // 16)], axis=0)
-        palette = Image.fromarray(sample).quantize(256, method=Image.Quantize.MEDIANCUT)
-        images = [
-            Image.fromarray(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in frames
-        ]
-        out = io.BytesIO()
-        images[0].save(
-            out,
-            format="GIF",
-            save_all=True,
-            append_images=images[1:],
-            duration=milliseconds,
-            loop=0,
-        )
-        if out.tell() <= GIF_BYTES or len(frames) <= 2:
-            return out.getvalue()
-        frames = frames[::2]
-
-
 def replay_files(game: Any, actions: bytes, header: Mapping[str, Any]) -> dict[str, bytes]:
     """Re-play ``actions`` on a fresh ``game`` (same seed) and write the episode's files.
 
@@ -259,4 +233,4 @@ def replay_files(game: Any, actions: bytes, header: Mapping[str, Any]) -> dict[s
             frames.append(game.frame())
     if writer.full:
         writer.stream.write(b'{"truncated":true}\n')
-    return {"trajectory.jsonl.gz": writer.close(), "replay.gif": _gif(frames, 100)}
+    return {"trajectory.jsonl.gz": writer.close(), "replay.gif": gif(frames, 100)}
