@@ -36,6 +36,7 @@ from typing import Any
 
 from evopolicy_mcp.adapters import replay, spaces
 from evopolicy_mcp.adapters.protocol import AdapterError, EnvSpec, Step
+from evopolicy_mcp.adapters.replay import GIF_FRAMES
 
 __all__ = [
     "Describe",
@@ -96,7 +97,9 @@ class Texts:
     predicates over ``(observation, reward, info)`` counted every step;
     ``outcome`` turns the tally into the declared ``metrics``. ``horizon`` gives
     the step limit of ids whose limit lives inside the environment (MiniGrid's
-    ``max_steps``). ``replay = False`` for environments that cannot render.
+    ``max_steps``). ``replay = False`` for environments that cannot render;
+    ``replay_kwargs`` are render-only constructor arguments (a frame size) and
+    ``replay_frames`` bounds the frames drawn where rendering is slow.
     """
 
     observation: Describe = _nothing
@@ -114,6 +117,7 @@ class Texts:
     extra: Describe = _nothing
     replay: bool = True
     replay_kwargs: dict[str, Any] = field(default_factory=dict)
+    replay_frames: int = GIF_FRAMES  # fewer where rendering is slow (software GL)
 
 
 GENERIC = Texts()
@@ -396,6 +400,7 @@ class GymEpisode:
                 self._seed,
                 self._actions,
                 self._last,
+                self._texts.replay_frames,
             )
         except replay.ReplayUnavailable as exc:
             self._note = str(exc)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,10 @@ GIF_FRAMES = 120  # evenly spaced frames, plus every frame of the last LAST_FRAM
 LAST_FRAMES = 30
 MAX_SIDE = 256
 GIF_BYTES = 2_000_000
+# One replay at a time in a process: renderers keep process-wide state (pygame's
+# display module, which close() shuts down for everyone; GL contexts), and two
+# evaluations' threads drawing at once crashed the interpreter.
+_RENDERING = threading.Lock()
 
 
 class ReplayUnavailable(Exception):
@@ -94,13 +99,28 @@ def _fit(frame: Any) -> np.ndarray:
     return np.asarray(Image.fromarray(arr).resize(size, Image.Resampling.BILINEAR))
 
 
-def replay_gif(make_env: Callable[[], Any], seed: int, actions: Sequence[Any], last: Any) -> Replay:
+def replay_gif(
+    make_env: Callable[[], Any],
+    seed: int,
+    actions: Sequence[Any],
+    last: Any,
+    frames: int = GIF_FRAMES,
+) -> Replay:
     """Re-play ``actions`` on a fresh ``make_env()`` (a Gymnasium environment made with
-    ``render_mode="rgb_array"``) reset with ``seed``, and draw it. ``last`` is the live
-    episode's final observation: a replay that ends elsewhere carries a note."""
+    ``render_mode="rgb_array"``) reset with ``seed``, and draw ``frames`` evenly spaced
+    frames (fewer for environments that render slowly) plus the last steps. ``last`` is
+    the live episode's final observation: a replay that ends elsewhere carries a note."""
+    with _RENDERING:
+        return _replay(make_env, seed, actions, last, max(2, min(frames, GIF_FRAMES)))
+
+
+def _replay(
+    make_env: Callable[[], Any], seed: int, actions: Sequence[Any], last: Any, count: int
+) -> Replay:
     steps = len(actions)
-    stride = max(1, math.ceil(steps / GIF_FRAMES))
-    wanted = set(range(0, steps + 1, stride)) | set(range(max(0, steps - LAST_FRAMES), steps + 1))
+    stride = max(1, math.ceil(steps / count))
+    tail = max(1, LAST_FRAMES * count // GIF_FRAMES)
+    wanted = set(range(0, steps + 1, stride)) | set(range(max(0, steps - tail), steps + 1))
     try:
         env = make_env()
     except Exception as exc:
@@ -109,11 +129,11 @@ def replay_gif(make_env: Callable[[], Any], seed: int, actions: Sequence[Any], l
         ) from None
     try:
         obs, _ = env.reset(seed=seed)
-        frames = [_render(env)]
+        drawn = [_render(env)]
         for t, action in enumerate(actions, start=1):
             obs = env.step(action)[0]
             if t in wanted:
-                frames.append(_render(env))
+                drawn.append(_render(env))
         fps = float(env.metadata.get("render_fps") or 30)
     finally:
         try:
@@ -124,7 +144,7 @@ def replay_gif(make_env: Callable[[], Any], seed: int, actions: Sequence[Any], l
     note = None
     if not same_value(obs, last):
         note = "the re-played episode ended elsewhere than the live one; the replay may differ"
-    return Replay(gif(frames, milliseconds), len(frames), note)
+    return Replay(gif(drawn, milliseconds), len(drawn), note)
 
 
 def _render(env: Any) -> np.ndarray:

@@ -339,14 +339,17 @@ def test_tasks_lists_every_task_as_a_table_and_as_json(run: Callable[[str], Resu
     table = run("tasks")
     succeeded(table)
     rows = table.out.splitlines()
-    assert rows[0].split()[:3] == ["id", "episodes", "subs"]
-    assert [row.split()[0] for row in rows[1:]] == sorted(TASKS)
+    listed = [row.split()[0] for row in rows if row.startswith("  ")]
+    assert sorted(listed) == sorted(TASKS)
+    assert rows[0].startswith("classic-control (5 tasks)")  # families in order, tasks under each
+    assert rows[-1].startswith(f"{len(TASKS)} tasks in ") or "not installed" in rows[-1]
     listing = run("tasks-json")
     succeeded(listing)
     data = json.loads(listing.out)
     assert [t["id"] for t in data] == sorted(TASKS)
     cartpole = next(t for t in data if t["id"] == "cartpole")
     assert cartpole["adapter"] == "gymnasium" and cartpole["budget"]["episodes"] >= 1
+    assert cartpole["family"] == "classic-control" and cartpole["available"] is True
 
 
 def test_check_adapter_passes_the_gymnasium_adapter(run: Callable[[str], Result]) -> None:
