@@ -326,14 +326,16 @@ def load_tasks(extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> dict[str, T
 
 
 def unknown_task(task_id: object, tasks: Mapping[str, Task]) -> str:
-    """One bounded line for a task id that is not among ``tasks``: the nearest ids, and
-    how many tasks there are in which families."""
+    """One bounded line for a task id that is not among ``tasks``: every id when there are
+    few, else the nearest ids and the families."""
     shown = repr(task_id) if len(repr(task_id)) <= 80 else repr(task_id)[:77] + "..."
+    if len(tasks) <= 30:
+        return f"unknown task {shown}; known tasks: {', '.join(tasks) or 'none'}"
     near = difflib.get_close_matches(str(task_id)[:200], list(tasks), n=3, cutoff=0.6)
     hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
     families = sorted({t.family for t in tasks.values()})
     listed = ", ".join(families[:20]) + (", ..." if len(families) > 20 else "")
-    return f"unknown task {shown}{hint}; {len(tasks)} tasks in families {listed or 'none'}"
+    return f"unknown task {shown}{hint}; {len(tasks)} tasks in families {listed}"
 
 
 def get_task(task_id: str, extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> Task:

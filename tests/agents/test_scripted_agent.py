@@ -98,11 +98,10 @@ def test_the_scripted_agent_beats_the_baseline_on_matched_indices_and_finalizes(
         for r in log
         if r["type"] == "tool_result" and r["tool"] == "submit_policy"
     }
-    assert [r["tool"] for r in log if r["type"] == "tool_call"][:3] == [
-        "list_tasks",
-        "describe_task",
-        "start_run",
-    ]
+    calls = [r["tool"] for r in log if r["type"] == "tool_call"]
+    # describe_task once per page of the spec
+    distinct = [c for i, c in enumerate(calls) if i == 0 or c != calls[i - 1]]
+    assert distinct[:3] == ["list_tasks", "describe_task", "start_run"]
 
     with Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED) as host:
         assert host.run_status(RUN).state in ("finalizing", "finalized")

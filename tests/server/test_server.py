@@ -245,7 +245,7 @@ async def test_resources_and_the_prompt_are_readable(client: Client) -> None:
         t.uri_template for t in (await client.list_resource_templates()).resource_templates
     }
     assert {
-        "evopolicy://tasks/{task_id}",
+        "evopolicy://tasks/{+task_id}",  # + : a family id has a slash (minigrid/doorkey-8x8)
         "evopolicy://runs/{run_id}/submissions/{submission_id}/feedback",
         "evopolicy://runs/{run_id}/submissions/{submission_id}/episodes/{episode}",
     } <= templates
@@ -281,7 +281,7 @@ async def test_a_missing_resource_is_a_not_found_error_that_names_what_to_do(
         f"{base}/s9/episodes/0": "run_status",
         f"{base}/{view['submission_id']}/episodes/7": "0:2",
         f"{base}/{view['submission_id']}/episodes/x": "pool index",
-        f"{base}/{view['submission_id']}/episodes/0/files/replay.gif": "artifacts",
+        f"{base}/{view['submission_id']}/episodes/0/files/trajectory.jsonl.gz": "artifacts",
         "evopolicy://tasks/nope": MINI,
     }
     for uri, advice in missing.items():
