@@ -203,6 +203,8 @@ def task_family(task: Task | dict[str, Any]) -> str:
         return declared
     task_id = str(data.get("id", ""))
     return task_id.split("/", 1)[0] if "/" in task_id else str(data.get("adapter", "-"))
+
+
 def unavailable(task: Task) -> str | None:
     """Why ``task`` cannot run here (its extra is not installed), in one line; else None."""
     if task.extra is None:

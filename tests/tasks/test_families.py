@@ -167,7 +167,7 @@ def test_a_family_task_evaluates_by_its_id(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     feedback = json.loads(done.stdout)
-    assert feedback["task_id"] == "lakes/small-dry" and len(feedback["episodes"]) == 2
+    assert feedback["task_id"] == "lakes/small-dry" and len(feedback["episode_summaries"]) == 2
 
 
 def load_baseline(name: str) -> Any:
