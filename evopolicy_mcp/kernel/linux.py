@@ -19,7 +19,13 @@ its socket in ``/run``. The filter answers EPERM to:
 - reaching into other processes: ptrace, process_vm_readv/writev, pidfd_getfd;
 - new namespaces: unshare, setns, clone with a namespace flag (``clone3``
   answers ENOSYS, so the C library falls back to ``clone``, whose flags a
-  filter can read).
+  filter can read);
+- the page cache of files others read too (the runtime, the shared
+  libraries): no reading which pages are cached (``mincore``, ``cachestat``,
+  ``preadv2`` with ``RWF_NOWAIT``), and no dropping or prefetching them
+  (``fadvise64``, ``readahead``, ``madvise`` with ``MADV_COLD`` or
+  ``MADV_PAGEOUT``, ``process_madvise``). A page's residency was state that
+  one episode could set or clear and a later one read.
 
 Only x86_64 and aarch64 are known (system call numbers); elsewhere Landlock
 reports ENOSYS and :func:`seccomp_filter` returns None.
@@ -30,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 from typing import Any
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "drop_capabilities",
     "enter_empty_namespaces",
     "enter_private_mounts",
+    "freeze_access_times",
     "install_filter",
     "landlock_abi",
     "mount_tmpfs",
@@ -175,6 +183,30 @@ def enter_private_mounts() -> str:
     return f"private {'user and ' if user else ''}mount namespace"
 
 
+MS_RDONLY, MS_NOATIME, MS_BIND = 1, 1024, 4096
+_KEPT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
+
+
+def freeze_access_times() -> int:
+    """In a private mount namespace: make every mount ``noatime`` (its other per-mount
+    flags kept), so that reading a file there changes nothing another process can
+    ``stat``. Only this namespace's view changes. Returns how many mounts took it;
+    a mount the kernel keeps locked (inside a user namespace) stays as it was."""
+    with open("/proc/self/mountinfo", "rb") as f:
+        lines = f.read().splitlines()
+    done = 0
+    for line in lines:
+        fields = line.split()
+        # The mount point, with its space, tab, newline and backslash octal-escaped.
+        target = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), fields[4])
+        flags = MS_REMOUNT | MS_BIND | MS_NOATIME
+        for option in fields[5].split(b","):
+            flags |= _KEPT_FLAGS.get(option.decode(), 0)
+        if _libc.mount(None, target, None, flags, None) == 0:
+            done += 1
+    return done
+
+
 def mount_tmpfs(path: str, size: int, inodes: int, *, remount: bool = False) -> None:
     """A tmpfs of at most ``size`` bytes and ``inodes`` files and directories on ``path``
     (mode 0700, no set-uid, devices or executables); ``remount`` changes the two limits."""
@@ -259,6 +291,11 @@ inotify_init1      294   26
 inotify_add_watch  254   27
 fanotify_init      300  262
 fanotify_mark      301  263
+mincore             27  232
+cachestat          451  451
+fadvise64          221  223
+readahead          187  213
+process_madvise    440  440
 """
 # setsid: a session is a scheduler autogroup here, a CPU share of its own; a policy's
 # child making 60 of them took 98% of a CPU from the server. inotify and fanotify
@@ -287,9 +324,10 @@ _COLUMN = {"x86_64": 1, "aarch64": 2}
 _OWN_CALLS = {"x86_64": (317, 56, 435), "aarch64": (277, 220, 435)}
 _X32_BIT = 0x40000000
 _NAMESPACE_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
-# machine -> (fcntl, setpgid): allowed with some arguments only
-_ARGUMENT_CHECKED = {"x86_64": (72, 109), "aarch64": (25, 154)}
+# machine -> (fcntl, setpgid, madvise, preadv2): allowed with some arguments only
+_ARGUMENT_CHECKED = {"x86_64": (72, 109, 28, 327), "aarch64": (25, 154, 233, 286)}
 _F_SETLEASE, _F_SETPIPE_SZ, _F_SETDELEG = 1024, 1031, 1040  # F_SETDELEG: Linux 6.19
+_MADV_COLD, _MADV_PAGEOUT, _RWF_NOWAIT = 20, 21, 0x8
 
 _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
@@ -345,8 +383,9 @@ def seccomp_filter() -> Filter | None:
     actions = dict.fromkeys(denied, "deny") | {clone3_nr: "enosys", clone_nr: "clone"}
     own = self_only_calls()
     actions |= dict.fromkeys(own.values(), "self") | {own["setpriority"]: "self who"}
-    fcntl_nr, setpgid_nr = _ARGUMENT_CHECKED[machine]
+    fcntl_nr, setpgid_nr, madvise_nr, preadv2_nr = _ARGUMENT_CHECKED[machine]
     actions |= {fcntl_nr: "fcntl", setpgid_nr: "setpgid"}
+    actions |= {madvise_nr: "madvise", preadv2_nr: "preadv2"}
     # (code, jump-if-true target, jump-if-false target, k); targets are labels, resolved below.
     code: list[tuple[int, str | int, str | int, int]] = [
         (_LD_ABS, 0, 0, 4),  # seccomp_data.arch
@@ -394,6 +433,13 @@ def seccomp_filter() -> Filter | None:
     the_caller(24)
     labels["self"] = len(code)  # the pid in args[0]
     the_caller(16)
+    labels["madvise"] = len(code)  # madvise(addr, length, advice): no paging out
+    code.append((_LD_ABS, 0, 0, 32))  # args[2]: the advice
+    code.append((_JEQ, "deny", 0, _MADV_COLD))
+    code.append((_JEQ, "deny", "allow", _MADV_PAGEOUT))
+    labels["preadv2"] = len(code)  # preadv2(fd, iov, count, pos_l, pos_h, flags)
+    code.append((_LD_ABS, 0, 0, 56))  # args[5]: the flags
+    code.append((_JSET, "deny", "allow", _RWF_NOWAIT))
     labels["fcntl"] = len(code)  # no lease (it holds up another process's open) ...
     code.append((_LD_ABS, 0, 0, 24))  # args[1]: the command
     code.append((_JEQ, "deny", 0, _F_SETLEASE))

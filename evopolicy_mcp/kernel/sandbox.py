@@ -355,7 +355,8 @@ def _try_syscalls() -> str:
         raise OSError(errno.EIO, "the seccomp filter let socket() through")
     return (
         "seccomp filter: no sockets, metadata changes, IPC objects, tracing, namespaces, "
-        "sessions, file watches or leases, or limits and scheduling of other processes"
+        "sessions, file watches or leases, page-cache probes, or limits and scheduling of "
+        "other processes"
     )
 
 
@@ -505,6 +506,9 @@ def prepare(isolation: Isolation, found: Probe | None = None) -> Sandbox:
         linux.enter_empty_namespaces()
     if sandbox.disk:  # after the network: without root, inside the same user namespace
         linux.enter_private_mounts()
+        # Reading a runtime file must not change its access time, which any later
+        # episode could stat: state one episode leaves and another reads.
+        linux.freeze_access_times()
     if sandbox.fs:
         sandbox.open_rules()
     return sandbox

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import mmap
 import os
 import resource
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from tests.support.kernel import needs
 
 # fcntl and setpgid by machine, written out here: the tests check linux.py's numbers
 FCNTL_SETPGID = {"x86_64": (72, 109), "aarch64": (25, 154)}.get(os.uname().machine, (-1, -1))
+MADVISE_PREADV2 = {"x86_64": (28, 327), "aarch64": (233, 286)}.get(os.uname().machine, (-1, -1))
 
 
 def in_child(run: Callable[[], dict[str, object]]) -> dict[str, object]:
@@ -92,6 +94,11 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         found["setpgid, its own group by its pid"] = errno_of(setpgid_nr, -1, os.getpid())
         found["fcntl, a delegation"] = errno_of(fcntl_nr, -1, 1040, 1)  # F_SETDELEG
         found["read"] = errno_of(0 if clone == 56 else 63, *bad[:3])
+        madvise_nr, preadv2_nr = MADVISE_PREADV2
+        for advice, name in ((20, "cold"), (21, "page out"), (4, "don't need")):
+            found[f"madvise, {name}"] = errno_of(madvise_nr, ctypes.c_long(1), 4096, advice)
+        found["preadv2, no wait"] = errno_of(preadv2_nr, -1, None, 0, 0, 0, 0x8)
+        found["preadv2"] = errno_of(preadv2_nr, -1, None, 0, 0, 0, 0)
         return found
 
     found = in_child(calls)
@@ -105,8 +112,13 @@ def test_the_seccomp_filter_refuses_its_calls_and_lets_the_others_through() -> N
         "fcntl, a pipe's size",
         "setpgid, another group",
         "fcntl, a delegation",
+        "madvise, cold",
+        "madvise, page out",
+        "preadv2, no wait",
         *others,
     }
+    # An unaligned address is EINVAL, a bad descriptor EBADF: let through to the kernel.
+    assert (found["madvise, don't need"], found["preadv2"]) == (errno.EINVAL, errno.EBADF)
     assert found["setpriority, itself"] == found["setpriority, itself by its pid"] == 0
     assert found["clone3"] == errno.ENOSYS
     assert (found["getppid"], found["read"]) == (0, errno.EBADF)
@@ -159,6 +171,20 @@ def test_the_filter_numbers_are_the_calls_they_name() -> None:
         found["fcntl"] = (call(fcntl_nr, closing, 1), call(fcntl_nr, inherited, 1)) == (1, 0)
         call(setpgid_nr, 0, 0)
         found["setpgid"] = os.getpgid(0) == os.getpid()
+        madvise_nr, preadv2_nr = MADVISE_PREADV2
+        page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        page[:4] = b"data"
+        address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+        vec = ctypes.c_ubyte(0)
+        call(denied["mincore"], ctypes.c_void_p(address), 4096, ctypes.byref(vec))
+        found["mincore"] = vec.value & 1
+        call(madvise_nr, ctypes.c_void_p(address), 4096, 4)  # MADV_DONTNEED: zero again
+        found["madvise"] = page[:4].hex()
+        r, w = os.pipe()
+        os.write(w, b"piped")
+        buf = ctypes.create_string_buffer(5)
+        iov = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 5)
+        found["preadv2"] = call(preadv2_nr, r, iov, 1, -1, -1, 0) == 5 and buf.raw == b"piped"
         return found
 
     found = in_child(effects)
@@ -175,6 +201,9 @@ def test_the_filter_numbers_are_the_calls_they_name() -> None:
         "sched_setattr": True,
         "fcntl": True,
         "setpgid": True,
+        "mincore": 1,
+        "madvise": "00000000",
+        "preadv2": True,
     }
     if os.uname().machine == "x86_64":
         expected["inotify_init"] = "anon_inode:inotify"
