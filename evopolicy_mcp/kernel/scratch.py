@@ -39,24 +39,33 @@ TIDIER_NAME = "evopolicy-tidy"
 ROOT_INODES = 1 << 16  # directories under the scratch root at once (spares, ended episodes)
 MAX_PENDING = 8  # ended episodes' scratch the tidier may have to do (each up to its quota)
 T = TypeVar("T")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def copy_program(source: str, target: str) -> None:
-    """Contents only, no modes or times (the sandbox already forbids changing them).
+def copy_program(source: int, target: str) -> None:
+    """Copy the program folder open on ``source`` (a directory descriptor, left open)
+    to ``target``: contents only, no modes or times (the sandbox already forbids
+    changing them), nothing followed through a symlink.
 
     The bytes move inside the kernel (sendfile, which unlike copy_file_range
     crosses filesystems: the target is on the scratch tmpfs): a program's
-    content never passes through this process's memory, which later forks
-    inherit."""
-    for directory, subdirs, files in os.walk(source):
-        here = os.path.join(target, os.path.relpath(directory, source))
-        os.makedirs(here, exist_ok=True)
-        subdirs.sort()
-        for name in files:
-            src = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_CLOEXEC)
+    content never passes through this process's memory, nor does its path,
+    which later forks inherit."""
+    os.makedirs(target, exist_ok=True)
+    with os.scandir(source) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            sub = os.open(entry.name, _DIR_FLAGS, dir_fd=source)
+            try:
+                copy_program(sub, os.path.join(target, entry.name))
+            finally:
+                os.close(sub)
+        elif entry.is_file(follow_symlinks=False):
+            src = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=source)
             try:
                 dst = os.open(
-                    os.path.join(here, name),
+                    os.path.join(target, entry.name),
                     os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
                     0o600,
                 )
@@ -85,7 +94,11 @@ def warm_copy() -> None:
         os.mkdir(source)
         with open(os.path.join(source, "policy.py"), "w") as f:
             f.write("pass\n")
-        copy_program(source, os.path.join(tmp, "b"))
+        fd = os.open(source, _DIR_FLAGS)
+        try:
+            copy_program(fd, os.path.join(tmp, "b"))
+        finally:
+            os.close(fd)
 
 
 class Scratch:

@@ -26,13 +26,19 @@ otherwise. It keeps ``SPARES`` spares forked ahead.
 
 The template never reads a program's files, so a policy process's memory
 holds no program but its own (it could read its memory; other programs, other
-runs' included, must not be there).
+runs' included, must not be there). Nor does it learn where programs are or
+what they are called: a spawn carries the program as a directory descriptor,
+never a path or a digest. The paths policies must not read (the records, the
+tasks) reach only a short-lived child of the template (:func:`runtime_grants`),
+never its command line or its memory, which every spare inherits; a spare
+drops the template's bookkeeping of other episodes before it waits.
 
 Control protocol (host <-> template, a SOCK_SEQPACKET pair; both ends are
 trusted code, policy processes close it before any program code runs): JSON
-messages; ``spawn`` carries three descriptors (observations read end,
-actions write end, output write end) as SCM_RIGHTS, and a fourth, the
-episode's mailbox (:mod:`evopolicy_mcp.kernel.mailbox`), when the host spins.
+messages; ``spawn`` carries four descriptors (observations read end,
+actions write end, output write end, the program's directory) as SCM_RIGHTS,
+and a fifth, the episode's mailbox (:mod:`evopolicy_mcp.kernel.mailbox`),
+when the host spins.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ PRELOAD = (
     "importlib.util",
 )
 MAX_CONTROL_MESSAGE = 1 << 16
+SPAWN_FDS = 5  # observations, actions, output, the program's directory, maybe a mailbox
 SPARES = 2  # policy processes kept forked ahead (one was often not ready for short episodes)
 SPARE_IDLE_SECONDS = 0.002  # idle this long, the template forks a spare it could not fork before
 RETIRE_IDLE_SECONDS = 0.05  # remove ended episodes' cgroups once idle this long
@@ -258,22 +265,29 @@ class Template:
             return
         signal.set_wakeup_fd(-1)
         self.control.close()
+        # The template's bookkeeping of other episodes is none of this one's business.
+        self.leaders, self.pids, self.scratch, self.group_of = {}, {}, {}, {}
+        self.spares, self.reports = [], {}
         if self.sandbox is not None:
             self.sandbox.begin()  # the episode-independent part of the sandbox, while it waits
-        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_MESSAGE, 4)
-        if not data or len(fds) not in (3, 4):
+        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_MESSAGE, SPAWN_FDS)
+        if not data or len(fds) not in (SPAWN_FDS - 1, SPAWN_FDS):
             return
         msg = json.loads(data)
         report = sock.detach()  # kept until the process is confined, then closed
         box = None
-        if len(fds) == 4:  # the episode's mailbox: mapped now, its descriptor closed
-            box = mailbox.Mailbox(fds[3], host=False)
+        if len(fds) == SPAWN_FDS:  # the episode's mailbox: mapped now, its descriptor closed
+            box = mailbox.Mailbox(fds[4], host=False)
             os.close(fds.pop())
         # The program runs from a copy in its scratch directory: its own path then says
         # nothing about where the host keeps its records.
         program = os.path.join(msg["scratch"], "program")  # read-only to the policy
         work = os.path.join(msg["scratch"], "work")  # its working directory, read-write
-        copy_program(msg["program"], program)
+        source = fds.pop()
+        try:
+            copy_program(source, program)
+        finally:
+            os.close(source)
         os.mkdir(work, 0o700)
         confine.enter_episode(
             *fds,
@@ -490,7 +504,9 @@ class Template:
                         pass
                     continue
                 try:
-                    data, fds, _flags, _addr = socket.recv_fds(self.control, MAX_CONTROL_MESSAGE, 4)
+                    data, fds, _flags, _addr = socket.recv_fds(
+                        self.control, MAX_CONTROL_MESSAGE, SPAWN_FDS
+                    )
                 except InterruptedError:
                     continue
                 if not data:
@@ -549,6 +565,7 @@ def main() -> None:
     scratch_root = (
         sys.argv[5] if len(sys.argv) > 5 else tempfile.mkdtemp(prefix="evopolicy-scratch-")
     )
+    runtime = runtime_grants(int(sys.argv[6])) if len(sys.argv) > 6 else None
     for name in PRELOAD:
         try:
             __import__(name)
@@ -556,7 +573,7 @@ def main() -> None:
             pass
     warm_up()
     warm_copy()
-    box = prepare_sandbox(sys.argv[3] if len(sys.argv) > 3 else None, groups)
+    box = prepare_sandbox(sys.argv[3] if len(sys.argv) > 3 else None, groups, runtime)
     groups.controllers = box.cgroups
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with every fork (no refcount-driven copies)
@@ -564,14 +581,41 @@ def main() -> None:
     Template(control, scratch_root, box, groups, cpus).serve()
 
 
-def prepare_sandbox(isolation_json: str | None, groups: cgroups.Groups) -> sandbox.Sandbox:
+def runtime_grants(hidden_fd: int) -> list[str]:
+    """The runtime directories policies may read, worked out in a child of this process
+    from the paths they must not read (a JSON list on ``hidden_fd``): those paths never
+    enter this process's memory, which every policy process inherits."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            with os.fdopen(hidden_fd, "rb") as f:
+                hidden = json.loads(f.read() or b"[]")
+            os.write(w, json.dumps(sandbox.runtime_paths(hidden)).encode())
+        finally:
+            os._exit(0)
+    os.close(hidden_fd)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        answer = f.read()
+    os.waitpid(pid, 0)
+    if not answer:
+        sys.stderr.write("evopolicy-mcp: cannot work out the runtime policies may read\n")
+        os._exit(78)
+    return list(json.loads(answer))
+
+
+def prepare_sandbox(
+    isolation_json: str | None, groups: cgroups.Groups, runtime: list[str] | None = None
+) -> sandbox.Sandbox:
     """Probe and prepare the sandbox; a strict request that cannot be met ends the template."""
     isolation = sandbox.Isolation.from_json(isolation_json) if isolation_json else None
     have = groups.available()
     unmade = [name for name, c in sandbox.CGROUP_LAYERS.items() if c not in have]
     found = sandbox.probe().lacking(unmade, "the template could not make its cgroups")
     try:
-        box = sandbox.prepare(isolation or sandbox.Isolation(), found)
+        box = sandbox.prepare(isolation or sandbox.Isolation(), found, runtime)
     except (sandbox.SandboxError, OSError) as exc:
         sys.stderr.write(f"evopolicy-mcp: cannot isolate policy processes: {exc}\n")
         os._exit(78)

@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from evopolicy_mcp.runner.process import (
 )
 
 TEMPLATE_UNISOLATED = 78  # the template's exit status when strict isolation cannot be met
+_PROGRAM_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 __all__ = ["Failure", "PolicyFailure", "PolicyProcess", "ProcessLimits", "Runner", "RunnerError"]
 
@@ -120,6 +122,14 @@ class Runner:
         except OSError:
             pass
         host_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # The paths policies must not read go through a pipe, not the command line, which
+        # every policy process inherits (/proc/self/cmdline); only a short-lived child of
+        # the template reads them (zygote.runtime_grants).
+        hidden_r, hidden_w = os.pipe()
+        try:
+            os.write(hidden_w, json.dumps(list(self.isolation.hidden)).encode())
+        finally:
+            os.close(hidden_w)
         # Made here, so that it goes even if the template is killed before it can remove it.
         scratch_root = tempfile.mkdtemp(prefix="evopolicy-scratch-")
         package_parent = str(Path(__file__).resolve().parents[2])
@@ -137,11 +147,12 @@ class Runner:
                     bootstrap,
                     str(template_end.fileno()),
                     str(os.getpid()),
-                    self.isolation.to_json(),
+                    replace(self.isolation, hidden=()).to_json(),
                     str(self.max_processes),
                     scratch_root,
+                    str(hidden_r),
                 ],
-                pass_fds=(template_end.fileno(),),
+                pass_fds=(template_end.fileno(), hidden_r),
                 env=policy_environment(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -154,6 +165,7 @@ class Runner:
             return
         finally:
             template_end.close()
+            os.close(hidden_r)
         # The template moves itself into its cgroups before it forks anything.
         self._control, self._proc = host_end, proc
         ready.set()
@@ -356,8 +368,15 @@ class Runner:
         box = None
         aborted = False
         try:
+            # The program goes as a directory descriptor: no path (which names the
+            # records) and no digest reaches the template, whose memory later spares
+            # inherit.
             passed = [obs_r, act_w, out_w]
             try:
+                try:
+                    passed.append(os.open(program_dir, _PROGRAM_FLAGS))
+                except OSError as exc:
+                    raise RunnerError(f"cannot open the program's folder: {exc.strerror}") from None
                 if spin and mailbox.supported():  # spinning hand-overs go through shared memory
                     passed.append(mailbox.create())
                     box = Mailbox(passed[-1], host=True)
@@ -365,7 +384,6 @@ class Runner:
                     {
                         "op": "spawn",
                         "id": episode,
-                        "program": str(program_dir),
                         "cpu": cpu,
                         "spin": spin,
                         "shared": shared,

@@ -390,9 +390,18 @@ def test_a_program_cannot_pass_its_death_off_as_a_host_fault(
 def test_a_process_that_dies_before_it_is_confined_is_a_host_fault(
     runner: Runner, tmp_path: Path, spin: int
 ) -> None:
-    # The host hands over a program that is not there: the spare fails copying it, before
-    # any program code could run. That is never charged to a policy.
+    # The host hands over a program of more files than an episode's scratch holds: the
+    # spare fails copying it, before any program code could run. That is never charged
+    # to a policy; nor is a program that is not there, which the host cannot even open.
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    for i in range(ProcessLimits().disk_files + 1):
+        (crowded / f"m{i}.py").touch()
     with pytest.raises(RunnerError, match="before it was confined"):
+        episode(runner, str(crowded), spin, [])
+    with pytest.raises(RunnerError, match="cannot open the program's folder"):
         episode(runner, str(tmp_path / "missing"), spin, [])
-    answers, _ = episode(runner, program(tmp_path, MAPS), spin, [[1, 1]])
+    good = tmp_path / "good"
+    good.mkdir()
+    answers, _ = episode(runner, program(good, MAPS), spin, [[1, 1]])
     assert answers == [2], "the runner serves the next episode"

@@ -19,6 +19,7 @@ import pytest
 
 from evopolicy_mcp.evaluation.episodes import EvaluationAborted
 from evopolicy_mcp.evaluation.snapshot import capture_files
+from evopolicy_mcp.kernel import sandbox
 from evopolicy_mcp.kernel.confine import ProcessLimits
 from evopolicy_mcp.kernel.zygote import SPARES
 from evopolicy_mcp.runner.template import Failure, Runner, policy_environment
@@ -171,7 +172,8 @@ def test_a_killed_template_takes_what_its_policies_forked_and_its_scratch_with_i
                 template = runner.template_pid
                 assert template is not None
                 with open(f"/proc/{template}/cmdline", "rb") as f:
-                    scratch_root = Path(f.read().split(b"\0")[-2].decode())
+                    args = f.read().decode().split("\0")
+                scratch_root = Path(next(a for a in args if "evopolicy-scratch-" in a))
                 assert scratch_root.name.startswith("evopolicy-scratch-"), scratch_root
                 os.kill(template, signal.SIGKILL)
                 deadline = time.monotonic() + 10
@@ -324,6 +326,32 @@ def test_a_policy_cannot_read_other_programs_from_the_template(kernel: Kernel) -
     assert summary.stderr is not None and summary.stderr.startswith("FOUND")
     assert own in summary.stderr, "the scan finds the policy's own text, so it would find more"
     assert marker not in summary.stderr, "another program's text is in this policy's memory"
+
+
+def test_a_policy_holds_neither_the_hidden_paths_nor_where_programs_are_kept(
+    tmp_path: Path,
+) -> None:
+    """What the template was told (the paths policies must not read) and what spawns
+    named (where programs are kept, under their digests) is in no policy's memory:
+    not its command line, not its heap inherited from the template, not its own
+    spawn message."""
+    hidden, kept, own = (f"evopolicy-test-{uuid.uuid4().hex}" for _ in range(3))
+    store = tmp_path / kept / "programs"
+    store.mkdir(parents=True)
+    runner = Runner(isolation=sandbox.Isolation(hidden=(str(tmp_path / hidden),)))
+    kernel = Kernel(store, runner)
+    try:
+        other = kernel.program(GOOD_CARTPOLE)
+        for _ in range(3):  # earlier spawns, and spares forked after them
+            assert kernel.only(other, FAST).status == "ok"
+        summary = kernel.only(f"{SPY}\nOWN = {own!r}\n", FAST)
+    finally:
+        kernel.close()
+    assert summary.status == "ok", summary
+    found = set((summary.stderr or "").split()[1:])
+    assert own in found, "the scan finds the policy's own text, so it would find more"
+    assert hidden not in found, "a path policies must not read is in a policy's memory"
+    assert kept not in found, "where programs are kept is in a policy's memory"
 
 
 def test_the_context_carries_the_public_spec_and_the_jobs_policy_seed(kernel: Kernel) -> None:
