@@ -16,11 +16,14 @@ from evopolicy_mcp.cli.options import add_run_arguments
 from evopolicy_mcp.host.authority import Host
 from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.server.app import build_server
+from evopolicy_mcp.server.stdio import run_stdio
 from evopolicy_mcp.store.database import default_data_dir
 
 __all__ = ["add_serve_arguments", "cmd_serve", "serve"]
 
 log = logging.getLogger(__name__)
+
+HTTP_MAX_RUNS = 32  # a server on a port: anyone who reaches it could start runs
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +43,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--task", help="with --run: bind this server to one run of this task")
     parser.add_argument("--run", help="with --task: the name of the bound run")
-    parser.add_argument("--max-runs", type=int, default=None, help="most runs agents may start")
+    parser.add_argument(
+        "--max-runs",
+        type=int,
+        default=None,
+        help=f"most runs agents may start (default: {HTTP_MAX_RUNS} over HTTP, no cap over stdio)",
+    )
     parser.add_argument(
         "--seed", type=int, default=None, help="fixed seed for reproducible benchmark runs"
     )
@@ -56,8 +64,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     parser.add_argument(
         "--token",
+        action="append",
         default=None,
-        help="HTTP bearer token (default: $EVOPOLICY_TOKEN; generated when --host is not loopback)",
+        help="HTTP bearer token (default: $EVOPOLICY_TOKEN; generated when --host is not "
+        "loopback); repeat it to give each client a token of its own: each client's runs "
+        "are then its own",
     )
     add_run_arguments(parser)
 
@@ -90,7 +101,9 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             workers=args.workers,
             seed=args.seed,
             bind=bind,
-            max_runs=args.max_runs,
+            max_runs=args.max_runs
+            if args.max_runs is not None or args.transport != "http"
+            else HTTP_MAX_RUNS,
             isolation=Isolation(strict=args.isolation == "strict"),
             # Over HTTP beyond loopback the client is elsewhere: its paths mean nothing here.
             allow_program_dir=args.transport == "stdio" or is_loopback(args.host),
@@ -125,16 +138,18 @@ def serve(args: argparse.Namespace) -> int:
         if args.transport == "stdio":
             # The host starts once the transport has moved fd 1 off the wire, so policy
             # processes it forks cannot inherit the protocol stream.
-            anyio.run(build_server(factory).run_stdio_async)
+            anyio.run(run_stdio, build_server(factory))
             return 0
-        token, generated = resolve_token(args.host, args.token or os.environ.get("EVOPOLICY_TOKEN"))
+        given = args.token or [t for t in [os.environ.get("EVOPOLICY_TOKEN")] if t]
+        token, generated = resolve_token(args.host, given[0] if len(given) == 1 else None)
+        tokens = given if len(given) > 1 else [token] if token else []
         with factory() as host:
             if generated:
                 print(f"evopolicy-mcp: bearer token for this server: {token}", file=sys.stderr)
             where = f"http://{args.host}:{args.port}/mcp"
-            auth = "needs 'Authorization: Bearer <token>'" if token else "loopback only, no token"
+            auth = "needs 'Authorization: Bearer <token>'" if tokens else "loopback only, no token"
             print(f"evopolicy-mcp: serving MCP at {where} ({auth})", file=sys.stderr, flush=True)
-            return 0 if serve_http(build_server(host), args.host, args.port, token) else 1
+            return 0 if serve_http(build_server(host), args.host, args.port, tokens) else 1
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a start-up failure (bad data dir, bad task file) is one line

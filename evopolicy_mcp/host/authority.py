@@ -15,6 +15,9 @@ Invariants enforced here (the budget arithmetic itself is in the store):
   its own seed domain and never changes the selection.
 - A restart resumes: a submission that was pending is evaluated again (it was
   charged once and stays charged once); an interrupted finalize completes.
+- One client, its runs: a run started by a named client (an MCP session over
+  HTTP) answers that client only; to any other it does not exist. Runs started
+  unnamed (stdio, the operator, a bound server's run) answer every caller.
 - Finalize orders its work: validation starts only once every admitted training
   submission of the run has finished and its feedback is committed (or it was
   refunded). No policy code of the run's training split runs while or after
@@ -258,7 +261,7 @@ class Host:
 
     # ------------------------------------------------------------ runs
 
-    def start_run(self, task_id: str) -> RunInfo:
+    def start_run(self, task_id: str, *, client: str | None = None) -> RunInfo:
         if self.bind is not None and task_id != self.bind[0]:
             raise HostError(
                 "bound_run",
@@ -281,7 +284,7 @@ class Host:
                 )
             while True:
                 try:
-                    run = self._create_run(task, f"run-{secrets.token_hex(4)}")
+                    run = self._create_run(task, f"run-{secrets.token_hex(4)}", client)
                     break
                 except Rejected:  # an id collision: draw again
                     continue
@@ -315,7 +318,7 @@ class Host:
         if existing is not None and existing.task_id != task_id:
             raise ValueError(f"run {name!r} already exists for task {existing.task_id!r}")
 
-    def _create_run(self, task: Task, run_id: str) -> RunRecord:
+    def _create_run(self, task: Task, run_id: str, client: str | None = None) -> RunRecord:
         repro = reproducibility(task, self.seed)
         if self.trace_all or self.trace_steps is not None:
             task = task.with_tracing(every_episode=self.trace_all, steps=self.trace_steps)
@@ -339,16 +342,26 @@ class Host:
             },
             deadline=deadline,
             reproducibility=repro,
+            client=client,
         )
 
-    def _run(self, run_id: str) -> RunRecord:
+    def _run(self, run_id: str, client: str | None = None) -> RunRecord:
         if self.bind is not None and run_id != self.bind[1]:
             raise HostError(
                 "unknown_run", f"this server serves only run {self.bind[1]!r}; use that run_id"
             )
         run = self.store.get_run(run_id) if isinstance(run_id, str) else None
+        if run is not None and run.client is not None and run.client != client:
+            run = None  # another client's: the same answer as no run at all
         if run is None:
             raise HostError("unknown_run", f"no run {run_id!r}; start one with start_run(task_id)")
+        return run
+
+    def _operator_run(self, run_id: str) -> RunRecord:
+        """A run whoever started it (the operator sees every run)."""
+        run = self.store.get_run(run_id)
+        if run is None:
+            raise HostError("unknown_run", f"no run {run_id!r}")
         return run
 
     def _run_task(self, run: RunRecord) -> Task:
@@ -372,10 +385,15 @@ class Host:
         return run_info(run.id, task, run_state(run.state), self._remaining(run))
 
     def run_status(
-        self, run_id: str, *, offset: int = 0, max_chars: int | None = None
+        self,
+        run_id: str,
+        *,
+        offset: int = 0,
+        max_chars: int | None = None,
+        client: str | None = None,
     ) -> RunStatus:
         """Budget and state; the submissions from ``offset`` (as many as fit ``max_chars``)."""
-        run = self._run(run_id)
+        run = self._run(run_id, client)
         subs = self.store.list_submissions(run.id)
         used = sum(s.charged for s in subs if s.state != "refunded")
         task = self._run_task(run)
@@ -400,10 +418,11 @@ class Host:
         files: dict[str, str] | None = None,
         program_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        client: str | None = None,
     ) -> str:
         """Admit a submission (or raise :class:`HostError`, charging nothing) and start
         evaluating it in the background. Returns the submission id."""
-        run = self._run(run_id)
+        run = self._run(run_id, client)
         task = self._run_task(run)
         check_open(run, task)
         try:
@@ -453,12 +472,14 @@ class Host:
             )
         return sub
 
-    def artifact(self, run_id: str, submission_id: str, episode: int, name: str) -> bytes:
+    def artifact(
+        self, run_id: str, submission_id: str, episode: int, name: str, *, client: str | None = None
+    ) -> bytes:
         """A file the adapter saved for a traced training episode (a replay, a trajectory).
 
         Only training submissions have any: the host's own validation and
         assessment never save artifacts."""
-        sub = self._submission(self._run(run_id), submission_id)
+        sub = self._submission(self._run(run_id, client), submission_id)
         missing = HostError(
             "unknown_artifact",
             f"submission {submission_id} has no artifact {name!r} for episode {episode}; "
@@ -475,10 +496,16 @@ class Host:
         return data
 
     def wait(
-        self, run_id: str, submission_id: str, timeout: float, *, max_chars: int | None = None
+        self,
+        run_id: str,
+        submission_id: str,
+        timeout: float,
+        *,
+        max_chars: int | None = None,
+        client: str | None = None,
     ) -> SubmissionView:
         """Feedback once the submission is settled, or its progress after ``timeout`` s."""
-        run = self._run(run_id)
+        run = self._run(run_id, client)
         self._submission(run, submission_id)
 
         def settled() -> bool:
@@ -486,7 +513,7 @@ class Host:
             return sub is None or sub.state not in PENDING
 
         self.work.wait_until(settled, timeout, _POLL_SECONDS)
-        return self.feedback(run_id, submission_id, max_chars=max_chars)
+        return self.feedback(run_id, submission_id, max_chars=max_chars, client=client)
 
     def feedback(
         self,
@@ -497,9 +524,10 @@ class Host:
         offset: int = 0,
         limit: int = 50,
         max_chars: int | None = None,
+        client: str | None = None,
     ) -> SubmissionView:
         """A page of a submission's feedback (see :func:`~evopolicy_mcp.host.feedback_pages.submission_view`)."""
-        run = self._run(run_id)
+        run = self._run(run_id, client)
         sub = self._submission(run, submission_id)
         task = self._run_task(run)
         if episode is not None and episode not in sub.indices:
@@ -537,14 +565,16 @@ class Host:
 
     # ------------------------------------------------------------ finalize
 
-    def finalize(self, run_id: str, candidates: list[str]) -> FinalizeAck:
+    def finalize(
+        self, run_id: str, candidates: list[str], *, client: str | None = None
+    ) -> FinalizeAck:
         """Close the run and hand over ``candidates``; rejected requests leave it open.
 
         Judging then runs to its end whoever stays connected: in a background
         thread of this host, or, with ``hand_off``, in a process of its own that
         outlives this one (the ``evopolicy-mcp judge`` command), which claims the
         run. Either waits for the run's pending training submissions first."""
-        run = self._run(run_id)
+        run = self._run(run_id, client)
         task = self._run_task(run)
         check_candidates(run, task, candidates)
         try:
@@ -618,20 +648,20 @@ class Host:
 
     def wait_final(self, run_id: str, timeout: float) -> RunStatus:
         """Block until validation and assessment are done (operator and demo use)."""
-        run = self._run(run_id)
+        run = self._operator_run(run_id)
 
         def settled() -> bool:
             current = self.store.get_run(run.id)
             return current is None or current.state != "finalizing"
 
         self.work.wait_until(settled, timeout, _POLL_SECONDS)
-        return self.run_status(run_id)
+        return self.run_status(run_id, client=run.client)
 
     def finish(self, run_id: str, timeout: float) -> RunStatus:
         """Finish a finalizing run whoever started it (operator use): claim what no live
         host holds (its pending submissions, its judging), then wait for the end, taking
         over again whenever the host judging it dies."""
-        run = self._run(run_id)
+        run = self._operator_run(run_id)
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             subs, runs = self.store.claim_orphans(run.id)

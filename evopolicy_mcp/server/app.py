@@ -40,6 +40,7 @@ from evopolicy_mcp.server.bridge import (
     Progress,
     admit,
     all_pages,
+    client_of,
     host_call,
     resource_call,
 )
@@ -101,7 +102,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             timeout = min(_WAIT_SLICE, left)
             view = await host_call(
                 "get_feedback",
-                partial(slot.host.wait, run_id, submission_id, timeout),
+                partial(slot.host.wait, run_id, submission_id, timeout, client=client_of(ctx)),
                 abandon=True,
             )
             if view.status != "running":
@@ -136,13 +137,16 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         )
 
     @tool(ToolAnnotations(read_only_hint=False, open_world_hint=False))
-    async def start_run(task_id: TaskId) -> Annotated[CallToolResult, RunInfo]:
+    async def start_run(task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, RunInfo]:
         """Start a run on a task: its run_id, budget, pool size and rules. Keep the run_id.
 
         The task fixes the budget (episodes, submissions, episodes per submission, pool, maybe
         wall time). Costs nothing; the operator may cap the runs a server starts, or bind it
         to one run (then this returns that run)."""
-        return agent_result(await host_call("start_run", lambda: slot.host.start_run(task_id)))
+        client = client_of(ctx)
+        return agent_result(
+            await host_call("start_run", lambda: slot.host.start_run(task_id, client=client))
+        )
 
     @tool(ToolAnnotations(read_only_hint=False, open_world_hint=False))
     async def submit_policy(
@@ -184,7 +188,14 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         progress = Progress(ctx)
         async with progress.pumping():
             outcome = await _submit_and_wait(
-                slot.host, run_id, episodes, files, program_dir, wait_seconds, progress
+                slot.host,
+                run_id,
+                episodes,
+                files,
+                program_dir,
+                wait_seconds,
+                progress,
+                client_of(ctx),
             )
         # Raised here, not inside the pump's task group, which would wrap it in a group.
         if isinstance(outcome, ToolError):
@@ -221,6 +232,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         and so are a page's per-episode metrics equal to 0."""
         if wait_seconds > 0:
             await wait_for(ctx, run_id, submission_id, wait_seconds)
+        client = client_of(ctx)
         view = await host_call(
             "get_feedback",
             lambda: slot.host.feedback(
@@ -230,6 +242,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
                 offset=offset,
                 limit=limit,
                 max_chars=RESULT_CHARS,
+                client=client,
             ),
         )
         return agent_result(view)
@@ -237,6 +250,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     @tool(_READ_ONLY)
     async def run_status(
         run_id: RunId,
+        ctx: Context,
         offset: Annotated[int, Field(ge=0, description="first submission to list")] = 0,
     ) -> Annotated[CallToolResult, RunStatus]:
         """Budget and state of a run: episodes and submissions used and remaining, wall time
@@ -245,7 +259,9 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         return agent_result(
             await host_call(
                 "run_status",
-                lambda: slot.host.run_status(run_id, offset=offset, max_chars=RESULT_CHARS),
+                lambda: slot.host.run_status(
+                    run_id, offset=offset, max_chars=RESULT_CHARS, client=client_of(ctx)
+                ),
             )
         )
 
@@ -256,6 +272,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             list[str],
             Field(min_length=1, description="submission ids of your best programs, best first"),
         ],
+        ctx: Context,
     ) -> Annotated[CallToolResult, FinalizeAck]:
         """Hand over your candidates and close the run. Irreversible; costs no episodes.
 
@@ -265,10 +282,11 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         then your order) and measures it on held-out episodes; those scores are never
         returned. Unknown or duplicate ids, or more candidates than the task allows, are
         rejected and leave the run open."""
+        client = client_of(ctx)
         return agent_result(
             await host_call(
                 "finalize",
-                lambda: slot.host.finalize(run_id, list(candidates)),
+                lambda: slot.host.finalize(run_id, list(candidates), client=client),
                 fault="call run_status to see whether the run was closed",
             )
         )
@@ -295,12 +313,15 @@ async def _submit_and_wait(
     program_dir: str | None,
     wait_seconds: float,
     progress: Progress,
+    client: str | None,
 ) -> SubmissionView | ToolError:
     try:
-        submission_id = await admit(host, run_id, episodes, files, program_dir, progress)
+        submission_id = await admit(host, run_id, episodes, files, program_dir, progress, client)
         return await host_call(
             "submit_policy (waiting for the evaluation)",
-            lambda: host.wait(run_id, submission_id, wait_seconds, max_chars=RESULT_CHARS),
+            lambda: host.wait(
+                run_id, submission_id, wait_seconds, max_chars=RESULT_CHARS, client=client
+            ),
             fault=(
                 f"submission {submission_id} was admitted and is charged; call "
                 f"get_feedback(run_id={run_id!r}, submission_id={submission_id!r})"
@@ -334,10 +355,11 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
         title="Submission feedback",
         mime_type="application/json",
     )
-    async def feedback(run_id: str, submission_id: str) -> str:
+    async def feedback(run_id: str, submission_id: str, ctx: Context) -> str:
         """All feedback of a submission in one document (every episode summary)."""
+        client = client_of(ctx)
         return compact_text(
-            await resource_call(lambda: all_pages(slot.host, run_id, submission_id))
+            await resource_call(lambda: all_pages(slot.host, run_id, submission_id, client))
         )
 
     @mcp.resource(
@@ -345,14 +367,15 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
         title="Episode artifacts",
         mime_type="application/json",
     )
-    async def episode_artifacts(run_id: str, submission_id: str, episode: str) -> str:
+    async def episode_artifacts(run_id: str, submission_id: str, episode: str, ctx: Context) -> str:
         """One pool index of a submission in full: summary, traceback, stderr and step trace."""
         if not episode.isdigit():
             raise ResourceNotFoundError(
                 f"episode must be a pool index (an integer), not {episode!r}"
             )
+        client = client_of(ctx)
         view = await resource_call(
-            lambda: slot.host.feedback(run_id, submission_id, episode=int(episode))
+            lambda: slot.host.feedback(run_id, submission_id, episode=int(episode), client=client)
         )
         return compact_text(view)
 
@@ -361,13 +384,16 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
         title="Episode file",
         mime_type=FILE_MIME,  # each file read carries its own type (results.file_mime)
     )
-    async def episode_file(run_id: str, submission_id: str, episode: str, name: str) -> bytes:
+    async def episode_file(
+        run_id: str, submission_id: str, episode: str, name: str, ctx: Context
+    ) -> bytes:
         """A file saved for a traced training episode: e.g. trajectory.jsonl.gz or replay.gif
         (the names are in the episode's traces[].artifacts)."""
         if not episode.isdigit():
             raise ResourceNotFoundError(
                 f"episode must be a pool index (an integer), not {episode!r}"
             )
+        client = client_of(ctx)
         return await resource_call(
-            lambda: slot.host.artifact(run_id, submission_id, int(episode), name)
+            lambda: slot.host.artifact(run_id, submission_id, int(episode), name, client=client)
         )

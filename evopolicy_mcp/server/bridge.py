@@ -12,6 +12,7 @@ Invariants enforced here:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
@@ -28,6 +29,7 @@ from evopolicy_mcp.host.views import SubmissionView
 
 __all__ = [
     "HostSlot",
+    "client_of",
     "Progress",
     "admit",
     "all_pages",
@@ -37,6 +39,22 @@ __all__ = [
 
 log = logging.getLogger("evopolicy_mcp.server.app")
 T = TypeVar("T")
+
+
+def client_of(ctx: Context) -> str | None:
+    """Who is calling, for binding runs to the client that started them: over HTTP its
+    bearer token (one per client when the operator gives several), else its MCP session
+    (clients of the older, stateful protocol); nobody in particular over stdio (one
+    client per server process) or an HTTP client with neither. Kept as a digest."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return None
+    for header, kind in (("authorization", "token"), ("mcp-session-id", "session")):
+        value = headers.get(header)
+        if value:
+            return f"{kind}:" + hashlib.sha256(value.strip().encode()).hexdigest()[:32]
+    return None
 
 
 class HostSlot:
@@ -158,13 +176,14 @@ async def admit(
     files: dict[str, str] | None,
     program_dir: str | None,
     progress: Progress,
+    client: str | None = None,
 ) -> str:
     """Admission in a worker thread. On a host fault, "nothing was charged" is claimed
     only after checking that the run's charges did not move."""
 
     def charges() -> tuple[int, int] | None:
         try:
-            status = host.run_status(run_id)
+            status = host.run_status(run_id, client=client)
         except Exception:
             return None
         return status.episodes_used, status.submissions_used
@@ -178,6 +197,7 @@ async def admit(
                 files=files,
                 program_dir=program_dir,
                 on_progress=progress.from_thread,
+                client=client,
             )
         except HostError:
             raise
@@ -232,11 +252,15 @@ async def resource_call(fn: Callable[[], T]) -> T:
         ) from None
 
 
-def all_pages(host: Host, run_id: str, submission_id: str) -> SubmissionView:
-    view = host.feedback(run_id, submission_id, offset=0, limit=200)
+def all_pages(
+    host: Host, run_id: str, submission_id: str, client: str | None = None
+) -> SubmissionView:
+    view = host.feedback(run_id, submission_id, offset=0, limit=200, client=client)
     summaries, traces = list(view.episode_summaries), list(view.traces)
     while view.next_offset is not None:
-        view = host.feedback(run_id, submission_id, offset=view.next_offset, limit=200)
+        view = host.feedback(
+            run_id, submission_id, offset=view.next_offset, limit=200, client=client
+        )
         summaries += view.episode_summaries
         traces += view.traces
     return view.model_copy(

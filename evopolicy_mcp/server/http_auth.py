@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 __all__ = ["BearerTokenGate", "is_loopback", "new_token", "resolve_token", "serve_http"]
@@ -54,13 +54,15 @@ def resolve_token(host: str, given: str | None) -> tuple[str | None, bool]:
 
 
 class BearerTokenGate:
-    """Wrap an ASGI app so each HTTP request needs the bearer token."""
+    """Wrap an ASGI app so each HTTP request needs a bearer token: the one given, or one
+    of several (one per client: each client's runs are its own)."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        if not token:
+    def __init__(self, app: ASGIApp, token: str | Sequence[str]) -> None:
+        tokens = [token] if isinstance(token, str) else list(token)
+        if not tokens or not all(tokens):
             raise ValueError("an empty bearer token would let every request through")
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = [f"Bearer {t}".encode() for t in tokens]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or self._authorized(scope):
@@ -73,7 +75,11 @@ class BearerTokenGate:
     def _authorized(self, scope: Scope) -> bool:
         values = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
         # A repeated header is ambiguous; refuse it rather than pick one.
-        return len(values) == 1 and secrets.compare_digest(values[0].strip(), self._expected)
+        if len(values) != 1:
+            return False
+        given = values[0].strip()
+        # Every token compared, so the time taken says nothing of which one matched.
+        return sum(secrets.compare_digest(given, t) for t in self._expected) == 1
 
 
 async def _unauthorized(send: Send) -> None:
@@ -101,7 +107,7 @@ async def _unauthorized(send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def serve_http(mcp: Any, host: str, port: int, token: str | None) -> bool:
+def serve_http(mcp: Any, host: str, port: int, token: str | Sequence[str] | None) -> bool:
     """Serve ``mcp`` (an MCPServer) over streamable HTTP at ``http://host:port/mcp`` until
     interrupted. False when the server could not start (say, the port is taken)."""
     import uvicorn

@@ -75,7 +75,7 @@ __all__ = [
     "write_atomic",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: runs.client
 DB_NAME = "evopolicy.sqlite3"
 PENDING = ("reserved", "evaluating")
 
@@ -153,6 +153,10 @@ class Store:
                 db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 return
             version = db.execute("SELECT version FROM schema_version").fetchone()[0]
+            if version == 1:
+                db.execute("ALTER TABLE runs ADD COLUMN client TEXT")
+                db.execute("UPDATE schema_version SET version=2")
+                version = 2
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"records in {self.data_dir} use schema {version}, newer than this "
@@ -251,13 +255,15 @@ class Store:
         budget: dict[str, int],
         deadline: float | None,
         reproducibility: dict[str, Any],
+        client: str | None = None,
     ) -> RunRecord:
         with self._write() as db:
             if db.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone():
                 raise Rejected("run_exists", run_id=run_id)
             db.execute(
                 "INSERT INTO runs (id, task_id, task_digest, task_json, secret, state, created, "
-                "deadline, budget_json, reproducibility_json) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "deadline, budget_json, reproducibility_json, client) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     task_id,
@@ -269,6 +275,7 @@ class Store:
                     deadline,
                     json.dumps(budget),
                     json.dumps(reproducibility),
+                    client,
                 ),
             )
             self._event(db, run_id, None, "run_started", {"task_id": task_id, "budget": budget})

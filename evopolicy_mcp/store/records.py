@@ -49,7 +49,8 @@ CREATE TABLE runs (
     finalized REAL,
     error TEXT,
     owner TEXT,
-    reproducibility_json TEXT NOT NULL
+    reproducibility_json TEXT NOT NULL,
+    client TEXT
 );
 CREATE TABLE submissions (
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -131,6 +132,7 @@ class RunRecord:
     error: str | None
     owner: str | None
     reproducibility: dict[str, Any]
+    client: str | None = None  # the MCP client the run belongs to, if one was named
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,7 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         error=row["error"],
         owner=row["owner"],
         reproducibility=json.loads(row["reproducibility_json"]),
+        client=row["client"],
     )
 
 

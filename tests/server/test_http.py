@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from evopolicy_mcp.server.http_auth import BearerTokenGate, is_loopback, resolve_token
-from tests.support.server import MINI, PD_FILES, call, write_task
+from tests.support.server import MINI, PD_FILES, call, call_error, write_task
 
 TOKEN = "test-token-7f3a"
 
@@ -194,3 +194,56 @@ async def test_the_gate_passes_only_requests_with_the_token() -> None:
 
     await gate({"type": "lifespan"}, no_receive, no_send)  # start-up is not a request
     assert reached[-1] == "lifespan"
+
+
+def _with_token(url: str, token: str) -> Any:
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"})
+    return streamable_http_client(url, http_client=http)
+
+
+@pytest.mark.anyio
+async def test_another_client_cannot_see_or_finalize_a_run(tmp_path: Path, stop: list) -> None:
+    proc, url, data_dir = _start(tmp_path, "--token", "token-of-a", "--token", "token-of-b")
+    stop.append(proc)
+    async with (
+        Client(_with_token(url, "token-of-a")) as owner,
+        Client(_with_token(url, "token-of-b")) as other,
+    ):
+        run = (await call(owner, "start_run", task_id=MINI))["run_id"]
+        sub = (await call(owner, "submit_policy", run_id=run, episodes="0:2", files=PD_FILES))[
+            "submission_id"
+        ]
+        unknown = f"no run {run!r}; start one with start_run(task_id)"
+        for tool, arguments in (
+            ("run_status", {}),
+            ("get_feedback", {"submission_id": sub}),
+            ("submit_policy", {"episodes": "0", "files": PD_FILES}),
+            ("finalize", {"candidates": [sub]}),
+        ):
+            assert (await call_error(other, tool, run_id=run, **arguments)).endswith(unknown), tool
+        with pytest.raises(Exception) as info:
+            await other.read_resource(f"evopolicy://runs/{run}/submissions/{sub}/feedback")
+        assert unknown in str(info.value)
+        status = await call(owner, "run_status", run_id=run)
+        assert (status["episodes_used"], status["submissions_used"], status["open"]) == (2, 1, True)
+        assert (await call(owner, "finalize", run_id=run, candidates=[sub]))[
+            "state"
+        ] == "finalizing"
+    # The operator's commands see every run.
+    assert [r["run_id"] for r in _runs(data_dir)] == [run]
+
+
+@pytest.mark.anyio
+async def test_an_http_server_starts_a_bounded_number_of_runs_by_default(
+    tmp_path: Path, stop: list
+) -> None:
+    from evopolicy_mcp.cli.serve import HTTP_MAX_RUNS
+
+    proc, url, data_dir = _start(tmp_path)
+    stop.append(proc)
+    async with Client(url) as client:
+        for _ in range(HTTP_MAX_RUNS):
+            await call(client, "start_run", task_id=MINI)
+        error = await call_error(client, "start_run", task_id=MINI)
+    assert f"this server starts at most {HTTP_MAX_RUNS} run(s)" in error
+    assert len(_runs(data_dir)) == HTTP_MAX_RUNS

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.support.server import MINI, PD_FILES, call, slow_files, write_task
+from tests.support.server import MINI, PD_FILES, call, serve_argv, slow_files, write_task
 
 pytestmark = pytest.mark.anyio
 
@@ -173,15 +173,7 @@ async def test_a_server_killed_mid_evaluation_resumes_it_charged_once(tmp_path: 
 
 def _serve_once(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evopolicy_mcp",
-            "serve",
-            "--data-dir",
-            str(tmp_path / "d"),
-            *extra,
-        ],  # fmt: skip
+        serve_argv(tmp_path / "d", *extra),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

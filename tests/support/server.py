@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,11 @@ CRASHING_FILES = {
         "        return 0\n"
     )
 }
+
+
+def serve_argv(data_dir: Path, *extra: str) -> list[str]:
+    """The command line of a real ``evopolicy-mcp serve`` subprocess on ``data_dir``."""
+    return [sys.executable, "-m", "evopolicy_mcp", "serve", "--data-dir", str(data_dir), *extra]
 
 
 def slow_files(delay: float) -> dict[str, str]:
