@@ -367,15 +367,14 @@ def _launch(
 
 
 def _wait_for_owners(store: Store, run_id: str, timeout: float = OWNER_GONE_SECONDS) -> None:
-    """Wait (bounded) until no live server holds the run's unfinished work, so the host
-    that judges can take it over. A server that left the CLI's session exits once its
-    stdin closes; one still alive after this finishes the work itself."""
+    """Wait (bounded) until no live server holds the run's pending submissions, so the
+    host that judges can take them over. A server that left the CLI's session exits once
+    its stdin closes; one still alive after this finishes the work itself. A finalized
+    run's judging is not waited for: its own process holds it, and judging waits for it
+    (``Host.finish``)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        run = store.get_run(run_id)
         owners = {s.owner for s in store.list_submissions(run_id) if s.state in PENDING}
-        if run is not None and run.state == "finalizing":
-            owners.add(run.owner)
         if not any(store.instance_alive(o) for o in owners):
             return
         time.sleep(POLL_SECONDS)
