@@ -126,9 +126,9 @@ def _episode(tmp_path: Path, source: str) -> str:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    episode = json.loads(proc.stdout)["episodes"][0]
+    episode = json.loads(proc.stdout)["episode_summaries"][0]
     assert episode["status"] == "ok", episode
-    return str(episode["stderr"] or "")
+    return str(episode.get("stderr") or "")
 
 
 @needs("syscalls")
