@@ -497,14 +497,25 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
         raise AgentError(problem)
     data_dir = opts.data_dir.expanduser().resolve()
     with signals_interrupt():
-        task, inv = _prepare(opts, provider, env, data_dir)
-        store = Store(data_dir)
+        store: Store | None = None
         try:
+            # A stop that comes while the run is made is taken once it exists, here, so
+            # that the run always records why its agent ended (here: before it started).
+            with blocked_signals():
+                task, inv = _prepare(opts, provider, env, data_dir)
+                store = Store(data_dir)
             log_dir = store.run_dir(task.run_id) / "agent"
             log_dir.mkdir(parents=True, exist_ok=True)
             ended = _launch(opts, task, inv, {**env, **inv.env}, store, log_dir)
+        except KeyboardInterrupt:
+            if store is None:
+                raise
+            ended = _Ended("interrupted")
+            if not any(e.kind == "agent_ended" for e in store.events(task.run_id)):
+                store.add_event(task.run_id, "agent_ended", {"agent": opts.agent, **ended.__dict__})
         finally:
-            store.close()
+            if store is not None:
+                store.close()
         outcome = AgentOutcome(
             run_id=task.run_id,
             agent=opts.agent,
