@@ -240,6 +240,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             print_sizes(rows)
         return 0
+    if args.task is not None:
+        from evopolicy_mcp.cli.bench_task import print_task_bench, run_task_bench
+
+        figures: dict[str, Any] = run_task_bench(args.task, args.episodes or 20, args.workers)
+        if args.json:
+            print(json.dumps(figures, indent=2))
+        else:
+            print_task_bench(figures)
+        return 0
     if args.mcp:
         from evopolicy_mcp.cli.bench_mcp import print_mcp_bench, run_mcp_bench
 
@@ -248,7 +257,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         from evopolicy_mcp.cli.bench import print_bench, run_bench
 
-        figures = run_bench(args.episodes, args.workers, args.rounds)
+        figures = run_bench(args.episodes or 100, args.workers, args.rounds)
         show = print_bench
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -348,9 +357,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p = add(
         "bench",
         cmd_bench,
-        "measure harness speed against raw Gymnasium",
+        "measure harness speed against raw Gymnasium (or any task's environment, --task)",
     )
-    p.add_argument("--episodes", type=positive_int, default=100)
+    p.add_argument(
+        "--episodes", type=positive_int, default=None, help="default 100 (20 with --task)"
+    )
+    p.add_argument(
+        "--task", metavar="ID", help="measure this task's environment with its baseline instead"
+    )
     p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
     p.add_argument(
         "--rounds",

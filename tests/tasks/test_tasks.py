@@ -136,12 +136,6 @@ def test_the_baseline_of_a_task_of_every_family_plays_valid_actions(task: Task) 
     baseline_plays(task)
 
 
-@pytest.mark.exhaustive
-@pytest.mark.parametrize("task", installed_tasks(), ids=lambda t: t.id)
-def test_the_baseline_of_every_installed_task_plays_valid_actions(task: Task) -> None:
-    baseline_plays(task)
-
-
 def test_every_task_names_a_declared_extra_and_says_what_to_install_when_missing() -> None:
     from evopolicy_mcp.tasks.extras import declared_extras
 
