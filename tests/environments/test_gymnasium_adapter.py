@@ -254,8 +254,8 @@ def test_cartpole_success_means_surviving_to_the_limit() -> None:
         ({}, "env_id is missing"),
         ({"env_id": "Nope-v0"}, "cannot make Nope-v0: Environment `Nope` doesn't exist"),
         (
-            {"env_id": "LunarLander-v3", "kwargs": {"bogus": 1}},
-            "cannot make LunarLander-v3: .*bogus",
+            {"env_id": "Toy/Spaces-v0", "package": "tests.support.toy_env", "kwargs": {"bogus": 1}},
+            "cannot make Toy/Spaces-v0: .*bogus",
         ),
         ({"env_id": "CartPole-v1", "package": "no_such_package"}, "cannot be imported"),
         ({"env_id": "CartPole-v1", "package": "os; rm"}, "must be a module name"),
