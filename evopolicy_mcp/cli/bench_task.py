@@ -24,17 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evopolicy_mcp.cli.bench import _rss_mb
+
 __all__ = ["print_task_bench", "run_task_bench"]
 
 SHORT = 10  # steps of the short episodes
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def _load_policy(path: Path) -> Any:

@@ -154,8 +154,36 @@ def _distance(t: Tally) -> dict[str, float]:
 # this size): a replay draws fewer, smaller frames than the kit's default.
 REPLAY = {"width": 128, "height": 128}
 REPLAY_FRAMES = 40
+ENDLESS = "never terminates; truncated after 1000 steps"
 DISTANCE = {"x_position": "the torso's final x position in m (the start is near 0)"}
 LIVED = {"fell": "1.0 if the episode ended by falling (terminated), else 0.0"}
+
+
+Rules = Callable[[Any], tuple[str, str]]  # unwrapped env -> (reward, termination)
+
+
+def _texts(
+    observation: Callable[..., dict[str, Any]],
+    metrics: dict[str, str],
+    outcome: Callable[[Tally], dict[str, float]],
+    rules: Rules,
+) -> Texts:
+    """An entry of the catalogue: motors as the action, reward and termination texts
+    read from the live environment, small replays."""
+
+    def extra(env: Any, s: Mapping[str, Any]) -> dict[str, Any]:
+        reward, termination = rules(env)
+        return {"reward": reward, "termination": termination, "dt_seconds": env.dt}
+
+    return Texts(
+        observation=observation,
+        action=_motors,
+        metrics=metrics,
+        outcome=outcome,
+        extra=extra,
+        replay_kwargs=REPLAY,
+        replay_frames=REPLAY_FRAMES,
+    )
 
 
 def _walker(
@@ -164,23 +192,11 @@ def _walker(
     contact: bool = False,
     falls: bool = True,
 ) -> Texts:
-    metrics = {**DISTANCE, **(LIVED if falls else {})}
-    return Texts(
-        observation=_from_model(segments, description),
-        action=_motors,
-        reward="",  # filled from the live environment in extra
-        termination="",
-        metrics=metrics,
-        outcome=lambda t: {**_distance(t), **({"fell": float(t.terminated)} if falls else {})},
-        extra=lambda env, s: {
-            "reward": _locomotion(env, contact),
-            "termination": _health(env)
-            if falls
-            else "never terminates; truncated after 1000 steps",
-            "dt_seconds": env.dt,
-        },
-        replay_kwargs=REPLAY,
-        replay_frames=REPLAY_FRAMES,
+    return _texts(
+        _from_model(segments, description),
+        {**DISTANCE, **(LIVED if falls else {})},
+        lambda t: {**_distance(t), **({"fell": float(t.terminated)} if falls else {})},
+        lambda env: (_locomotion(env, contact), _health(env) if falls else ENDLESS),
     )
 
 
@@ -224,17 +240,16 @@ CATALOG: dict[str, Texts] = {
 }
 
 
-def _standup(env: Any, s: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "reward": f"per step (dt = {env.dt:g} s): {_w(env, '_uph_cost_weight')} x upward torso "
+def _standup(env: Any) -> tuple[str, str]:
+    return (
+        f"per step (dt = {env.dt:g} s): {_w(env, '_uph_cost_weight')} x upward torso "
         f"position z / dt + 1 - {_w(env, '_ctrl_cost_weight')} x sum(action^2) - "
         f"{_w(env, '_impact_cost_weight')} x sum(contact force^2) (at most 10)",
-        "termination": "never terminates; truncated after 1000 steps",
-        "dt_seconds": env.dt,
-    }
+        ENDLESS,
+    )
 
 
-CATALOG["HumanoidStandup-v5"] = Texts(
+CATALOG["HumanoidStandup-v5"] = _texts(
     observation=_from_model(
         [
             ("qpos", 2),
@@ -246,14 +261,11 @@ CATALOG["HumanoidStandup-v5"] = Texts(
         ],
         "A 3-D humanoid lying on the ground; same layout as Humanoid-v5: 22 positions, 23 velocities, inertias, centre-of-mass velocities, 17 actuator forces, contact forces.",
     ),
-    action=_motors,
     metrics={"height_gain": "how far the torso rose from its start height by the end, m"},
     outcome=lambda t: {"height_gain": float(t.info.get("z_distance_from_origin", 0.0))},
-    extra=_standup,
-    replay_kwargs=REPLAY,
-    replay_frames=REPLAY_FRAMES,
+    rules=_standup,
 )
-CATALOG["Reacher-v5"] = Texts(
+CATALOG["Reacher-v5"] = _texts(
     observation=_fixed(
         [
             ("cos_joint0", "cosine of the first arm joint's angle"),
@@ -269,19 +281,15 @@ CATALOG["Reacher-v5"] = Texts(
         ],
         "A two-joint arm on a plane and a random target within 0.2 m of its base.",
     ),
-    action=_motors,
     metrics={"final_distance": "distance from fingertip to target at the end, m"},
     outcome=lambda t: {"final_distance": -float(t.info.get("reward_dist", 0.0))},
-    extra=lambda env, s: {
-        "reward": f"per step: -{_w(env, '_reward_dist_weight')} x distance(fingertip, target) "
+    rules=lambda env: (
+        f"per step: -{_w(env, '_reward_dist_weight')} x distance(fingertip, target) "
         f"in m - {_w(env, '_reward_control_weight')} x sum(action^2)",
-        "termination": "never terminates; truncated after 50 steps",
-        "dt_seconds": env.dt,
-    },
-    replay_kwargs=REPLAY,
-    replay_frames=REPLAY_FRAMES,
+        "never terminates; truncated after 50 steps",
+    ),
 )
-CATALOG["Pusher-v5"] = Texts(
+CATALOG["Pusher-v5"] = _texts(
     observation=_fixed(
         [(f"joint{i}_angle", f"arm joint {i} angle, rad") for i in range(7)]
         + [(f"joint{i}_vel", f"arm joint {i} angular velocity, rad/s") for i in range(7)]
@@ -290,20 +298,16 @@ CATALOG["Pusher-v5"] = Texts(
         + [(f"goal_{a}", f"goal {a} position, m") for a in "xyz"],
         "A seven-joint arm that must push a cylinder to a goal on the table.",
     ),
-    action=_motors,
     metrics={"object_to_goal": "distance from the object to the goal at the end, m"},
     outcome=lambda t: {"object_to_goal": -float(t.info.get("reward_dist", 0.0))},
-    extra=lambda env, s: {
-        "reward": f"per step: -{_w(env, '_reward_near_weight')} x distance(fingertip, object) - "
+    rules=lambda env: (
+        f"per step: -{_w(env, '_reward_near_weight')} x distance(fingertip, object) - "
         f"{_w(env, '_reward_dist_weight')} x distance(object, goal) - "
         f"{_w(env, '_reward_control_weight')} x sum(action^2), distances in m",
-        "termination": "never terminates; truncated after 100 steps",
-        "dt_seconds": env.dt,
-    },
-    replay_kwargs=REPLAY,
-    replay_frames=REPLAY_FRAMES,
+        "never terminates; truncated after 100 steps",
+    ),
 )
-CATALOG["InvertedPendulum-v5"] = Texts(
+CATALOG["InvertedPendulum-v5"] = _texts(
     observation=_fixed(
         [
             ("cart_position", "cart position along the rail, m"),
@@ -313,15 +317,14 @@ CATALOG["InvertedPendulum-v5"] = Texts(
         ],
         "A pole hinged on a cart on a rail; everything starts within 0.01 of 0.",
     ),
-    action=_motors,
-    reward="+1 for every step the pole is upright (|angle| <= 0.2 rad)",
-    termination="terminated when |pole_angle| > 0.2 rad; truncated after 1000 steps",
     metrics={"success": "1.0 if the pole stayed up for all 1000 steps, else 0.0"},
     outcome=lambda t: {"success": float(t.truncated and not t.terminated)},
-    replay_kwargs=REPLAY,
-    replay_frames=REPLAY_FRAMES,
+    rules=lambda env: (
+        "+1 for every step the pole is upright (|angle| <= 0.2 rad)",
+        "terminated when |pole_angle| > 0.2 rad; truncated after 1000 steps",
+    ),
 )
-CATALOG["InvertedDoublePendulum-v5"] = Texts(
+CATALOG["InvertedDoublePendulum-v5"] = _texts(
     observation=_fixed(
         [
             ("cart_position", "cart position along the rail, m"),
@@ -336,18 +339,14 @@ CATALOG["InvertedDoublePendulum-v5"] = Texts(
         ],
         "Two poles stacked on a cart on a rail.",
     ),
-    action=_motors,
     metrics={"success": "1.0 if the poles stayed up for all 1000 steps, else 0.0"},
     outcome=lambda t: {"success": float(t.truncated and not t.terminated)},
-    extra=lambda env, s: {
-        "reward": f"per step: {_w(env, '_healthy_reward')} - 0.01 x tip_x^2 - (tip_y - 2)^2 "
+    rules=lambda env: (
+        f"per step: {_w(env, '_healthy_reward')} - 0.01 x tip_x^2 - (tip_y - 2)^2 "
         "- 0.001 x hinge1_velocity^2 - 0.005 x hinge2_velocity^2 (tip position in m)",
-        "termination": "terminated when the tip of the second pole is at or below y = 1 m; "
+        "terminated when the tip of the second pole is at or below y = 1 m; "
         "truncated after 1000 steps",
-        "dt_seconds": env.dt,
-    },
-    replay_kwargs=REPLAY,
-    replay_frames=REPLAY_FRAMES,
+    ),
 )
 
 
