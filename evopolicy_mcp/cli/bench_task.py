@@ -8,10 +8,12 @@ policy seeds) twice:
 - harness: through the full evaluation path (a fresh sandboxed policy process
   per episode, default isolation), at default workers and at one worker.
 
-From the one-worker run at two episode lengths (the task's own, and cut to a
-few steps where the adapter takes ``max_episode_steps``) come the fixed cost
-per episode and the overhead per step, each as harness minus raw on the same
-episodes; the overhead per step is also given as a share of a raw step. Host
+From one-worker runs at two episode lengths (the task's own, and cut to a few
+steps where the adapter takes ``max_episode_steps``) come the fixed cost per
+episode and the overhead per step: a least-squares line through each
+episode's harness time minus its raw time against its steps. The overhead per
+step is also given as a share of a raw step (stepping only, without making
+and resetting the environment). Host
 RSS is read before and after the harness runs. Figures are printed, not
 asserted: timing tests flake on a shared machine.
 """
@@ -39,8 +41,8 @@ def _load_policy(path: Path) -> Any:
     return module
 
 
-def _raw(task: Any, jobs: list[Any]) -> tuple[float, int]:
-    """Seconds and steps of ``jobs`` played in-process."""
+def _raw(task: Any, jobs: list[Any]) -> list[tuple[int, float, float]]:
+    """Per episode of ``jobs`` played in-process: (steps, seconds in all, seconds stepping)."""
     from evopolicy_mcp.adapters.protocol import load_adapter
     from evopolicy_mcp.evaluation.episodes import policy_context
     from evopolicy_mcp.policy import PolicyContext
@@ -48,13 +50,14 @@ def _raw(task: Any, jobs: list[Any]) -> tuple[float, int]:
     adapter = load_adapter(task.adapter)
     spec = adapter.spec(task.parameters)
     module = _load_policy(task.baseline_dir)
-    steps = 0
-    started = time.perf_counter()
+    out = []
     for job in jobs:
+        started = time.perf_counter()
         context = PolicyContext(**policy_context(task, spec, job.policy_seed))
         policy = module.make_policy(context)
         episode = adapter.make_episode(task.parameters, job.env_seed)
         observation, taken = episode.reset(), 0
+        stepping = time.perf_counter()
         while True:
             step = episode.step(policy.act(observation))
             observation, taken = step.observation, taken + 1
@@ -62,10 +65,23 @@ def _raw(task: Any, jobs: list[Any]) -> tuple[float, int]:
                 break
             if spec.max_steps is not None and taken >= spec.max_steps:
                 break  # where the evaluation stops an episode too
-        steps += taken
+        stepped = time.perf_counter() - stepping
         episode.metrics()
         episode.close()
-    return time.perf_counter() - started, steps
+        out.append((taken, time.perf_counter() - started, stepped))
+    return out
+
+
+def _fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least-squares (intercept, slope) of y on x; None when x does not vary."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    var = sum((x - mx) ** 2 for x, _ in points)
+    if var == 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in points) / var
+    return my - slope * mx, slope
 
 
 def run_task_bench(task_id: str, episodes: int = 20, workers: int | None = None) -> dict[str, Any]:
@@ -87,57 +103,55 @@ def run_task_bench(task_id: str, episodes: int = 20, workers: int | None = None)
     try:
         load_adapter(short.adapter).spec(short.parameters)
     except AdapterError:
-        short = None  # this adapter has no step limit to set: no short episodes
+        short = None  # this adapter has no step limit to set: the lengths vary or not
     secret = seeds.secret_from_seed(0)
     jobs = jobs_for(task, "train", range(episodes), secret)
-    one = jobs_for(task, "train", range(1000, 1000 + max(4, episodes // 2)), secret)
     runner = Runner()
     try:
         with tempfile.TemporaryDirectory(prefix="evopolicy-bench-") as store:
             program = capture(task.baseline_dir, Path(store))
 
-            def harness(t: Any, batch: list[Any], count: int | None) -> tuple[float, int]:
+            def harness(t: Any, batch: list[Any], count: int | None) -> tuple[float, list[Any]]:
                 started = time.perf_counter()
                 feedback = evaluate(program, t, batch, runner=runner, workers=count, traces=False)
                 seconds = time.perf_counter() - started
                 if feedback.policy_failures:
                     raise RuntimeError(f"the baseline failed: {feedback.failures}")
-                return seconds, sum(e.steps for e in feedback.episodes)
+                return seconds, feedback.episodes
 
             _raw(task, jobs[:1])  # imports and caches on both sides
             harness(task, jobs[:1], 1)
             rss_before = _rss_mb()
-            raw_s, raw_steps = _raw(task, jobs)
-            full_s, full_steps = harness(task, jobs, workers)
-            raw_one_s, raw_one_steps = _raw(task, one)
-            one_s, one_steps = harness(task, one, 1)
-            per_step = fixed = None
-            if short is not None:
-                raw_short_s, raw_short_steps = _raw(short, one)
-                short_s, short_steps = harness(short, one, 1)
-                n = len(one)
-                over_long = (one_s - raw_one_s) / n
-                over_short = (short_s - raw_short_s) / n
-                steps_long, steps_short = one_steps / n, short_steps / n
-                if steps_long > steps_short:
-                    per_step = (over_long - over_short) / (steps_long - steps_short)
-                    fixed = over_short - per_step * steps_short
+            raw = _raw(task, jobs)
+            full_s, full = harness(task, jobs, workers)
+            points = []  # (steps, harness minus raw seconds) of one-worker episodes
+            for t in (task, short) if short is not None else (task,):
+                played = _raw(t, jobs)
+                _, summaries = harness(t, jobs, 1)
+                points += [
+                    (float(e.steps), e.seconds - r[1])
+                    for e, r in zip(summaries, played, strict=True)
+                ]
             rss_after = _rss_mb()
     finally:
         runner.close()
-    raw_step = raw_one_s / max(raw_one_steps, 1)
+    steps = sum(r[0] for r in raw)
+    raw_s = sum(r[1] for r in raw)
+    raw_step = sum(r[2] for r in raw) / max(steps, 1)
+    fit = _fit(points)
+    fixed, per_step = (None, None) if fit is None else fit
     return {
         "task": task.id,
         "episodes": episodes,
-        "steps": raw_steps,
-        "mean_episode_steps": raw_steps / episodes,
-        "raw_steps_per_s": raw_steps / raw_s,
-        "harness_steps_per_s": full_steps / full_s,
-        "ratio": (full_steps / full_s) / (raw_steps / raw_s),
+        "steps": steps,
+        "mean_episode_steps": steps / episodes,
+        "raw_steps_per_s": steps / raw_s,
+        "harness_steps_per_s": sum(e.steps for e in full) / full_s,
+        "ratio": (sum(e.steps for e in full) / full_s) / (steps / raw_s),
         "raw_episodes_per_s": episodes / raw_s,
         "harness_episodes_per_s": episodes / full_s,
-        "one_worker_steps_per_s": one_steps / one_s,
         "raw_step_us": raw_step * 1e6,
+        "raw_episode_start_ms": 1000 * sum(r[1] - r[2] for r in raw) / episodes,
         "per_step_overhead_us": None if per_step is None else per_step * 1e6,
         "per_step_added_pct": None if per_step is None else 100 * per_step / raw_step,
         "fixed_overhead_ms": None if fixed is None else fixed * 1000,
@@ -161,7 +175,6 @@ def print_task_bench(f: dict[str, Any]) -> None:
         f"  harness (default)       {f['harness_steps_per_s']:10.0f} steps/s  "
         f"(ratio {f['ratio']:.2f}; {f['harness_episodes_per_s']:.1f} episodes/s)"
     )
-    print(f"  harness (one worker)    {f['one_worker_steps_per_s']:10.0f} steps/s")
     print(
         f"  per-step overhead       {num(f['per_step_overhead_us'], '10.1f')} us  "
         f"(+{num(f['per_step_added_pct'], '.0f')}% of a raw step)"

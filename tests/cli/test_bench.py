@@ -71,3 +71,24 @@ def test_bench_sizes_measures_every_result_an_agent_reads() -> None:
             # Text and structured content are the same compact document.
             assert row["text"] == row["structured"] > 0, row
             assert row["wire"] > row["text"] + row["structured"], row
+
+
+def test_bench_task_reports_raw_and_harness_figures_for_any_task(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "--task", "frozenlake", "--episodes", "4", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["task"] == "frozenlake" and figures["episodes"] == 4
+    assert figures["raw_steps_per_s"] > 0 and figures["harness_steps_per_s"] > 0
+    assert math.isclose(
+        figures["ratio"], figures["harness_steps_per_s"] / figures["raw_steps_per_s"]
+    )
+    for name in ("per_step_overhead_us", "fixed_overhead_ms", "host_rss_mb"):
+        assert math.isfinite(figures[name]), name  # short episodes give a second length
+
+
+def test_bench_task_says_what_to_install_for_a_missing_extra_or_an_unknown_task(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "--task", "nope"]) == 2
+    assert "unknown task 'nope'" in capsys.readouterr().err
