@@ -88,8 +88,38 @@ def _named(parts: list[tuple[str, str]], description: str) -> dict[str, Any]:
     }
 
 
+NAMED_MOST = 64  # longer observations are described by index ranges, not per component
+PER_BODY = {"cinert": 10, "cvel": 6, "cfrc_ext": 6}
+
+
+def _layout(env: Any, segments: list[Segment]) -> str:
+    """obs[a:b] ranges, one per segment, with the names (or bodies) each covers."""
+    out, start = [], 0
+    for what, skip in segments:
+        parts = _segments(env, [(what, skip)])
+        end = start + len(parts)
+        if what in PER_BODY:
+            bodies = ", ".join(_bodies(env.model))
+            text = {
+                "cinert": "mass and inertia per body (10 each)",
+                "cvel": "centre-of-mass velocity per body (6 each: rad/s, m/s)",
+                "cfrc_ext": "external contact force and torque per body (6 each)",
+            }[what]
+            out.append(f"obs[{start}:{end}] {text}, bodies in order: {bodies}")
+        else:
+            out.append(f"obs[{start}:{end}] " + "; ".join(f"{n} ({d})" for n, d in parts))
+        start = end
+    return ". ".join(out)
+
+
 def _from_model(segments: list[Segment], description: str) -> Callable[..., dict[str, Any]]:
-    return lambda env, s: _named(_segments(env, segments), description)
+    def describe(env: Any, s: Mapping[str, Any]) -> dict[str, Any]:
+        parts = _segments(env, segments)
+        if len(parts) <= NAMED_MOST:
+            return _named(parts, description)
+        return {"description": f"{description} Layout: {_layout(env, segments)}."}
+
+    return describe
 
 
 def _fixed(parts: list[tuple[str, str]], description: str) -> Callable[..., dict[str, Any]]:
