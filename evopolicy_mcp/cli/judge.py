@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from evopolicy_mcp.cli.options import add_run_arguments
+from evopolicy_mcp.cli.options import add_run_arguments, run_options
 from evopolicy_mcp.host.authority import Host, HostError
 from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.store.database import Store, StoreError, default_data_dir
@@ -56,34 +56,27 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def judge_argv(
-    run_id: str,
-    data_dir: Path,
-    tasks_dirs: Sequence[Path],
-    workers: int | None,
-    isolation: str,
+    run_id: str, data_dir: Path, tasks_dirs: Sequence[Path], options: argparse.Namespace
 ) -> list[str]:
     argv = [sys.executable, "-m", "evopolicy_mcp", "judge", run_id, "--data-dir", str(data_dir)]
     for d in tasks_dirs:
         argv += ["--tasks-dir", str(Path(d).expanduser().resolve())]
-    if workers is not None:
-        argv += ["--workers", str(workers)]
-    if isolation != "default":
-        argv += ["--isolation", isolation]
-    return argv
+    return argv + run_options(options)
 
 
 def detached_judge(
-    data_dir: Path, tasks_dirs: Sequence[Path], workers: int | None, isolation: str
+    data_dir: Path, tasks_dirs: Sequence[Path], options: argparse.Namespace
 ) -> Callable[[str], None]:
     """A host's ``hand_off``: start ``evopolicy-mcp judge RUN`` in a new session, its
-    output appended to ``runs/RUN/judge.log``."""
+    output appended to ``runs/RUN/judge.log``. It runs episodes as ``options`` say
+    (the serving command's ``--executor``, ``--workers``, ``--isolation``)."""
 
     def hand_off(run_id: str) -> None:
         log_dir = data_dir / "runs" / run_id
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / LOG_NAME, "ab") as log:
             subprocess.Popen(
-                judge_argv(run_id, data_dir, tasks_dirs, workers, isolation),
+                judge_argv(run_id, data_dir, tasks_dirs, options),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -106,6 +99,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         data_dir,
         tasks_dirs=tuple(args.tasks_dir),
         workers=args.workers,
+        executor=args.executor,
+        ray_address=args.ray_address,
         isolation=Isolation(strict=args.isolation == "strict"),
         resume=False,
     ) as host:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evopolicy_mcp.cli.options import WORKERS_HELP, positive_int
+from evopolicy_mcp.cli.options import WORKERS_HELP, add_run_arguments, positive_int
 
 __all__ = ["main"]
 
@@ -126,6 +126,7 @@ class _Progress:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from evopolicy_mcp.evaluation import seeds
     from evopolicy_mcp.evaluation.episodes import evaluate, jobs_for
+    from evopolicy_mcp.evaluation.executors import make_executor
     from evopolicy_mcp.evaluation.snapshot import capture
     from evopolicy_mcp.kernel.sandbox import Isolation
     from evopolicy_mcp.runner.template import Runner
@@ -156,18 +157,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     runner = Runner(isolation=isolation)
     try:
-        with tempfile.TemporaryDirectory(prefix="evopolicy-eval-") as store:
-            program = capture(source, Path(store))
-            jobs = jobs_for(task, args.split, indices, seeds.secret_from_seed(args.seed))
-            feedback = evaluate(
-                program,
-                task,
-                jobs,
-                runner=runner,
-                workers=args.workers,
-                traces=args.json,
-                on_episode=_Progress(len(jobs)) if len(jobs) >= PROGRESS_FROM else None,
-            )
+        executor = make_executor(
+            args.executor, workers=args.workers, runner=runner, ray_address=args.ray_address
+        )
+        try:
+            with tempfile.TemporaryDirectory(prefix="evopolicy-eval-") as store:
+                program = capture(source, Path(store))
+                jobs = jobs_for(task, args.split, indices, seeds.secret_from_seed(args.seed))
+                feedback = evaluate(
+                    program,
+                    task,
+                    jobs,
+                    executor=executor,
+                    traces=args.json,
+                    on_episode=_Progress(len(jobs)) if len(jobs) >= PROGRESS_FROM else None,
+                )
+        finally:
+            executor.close()
     finally:
         runner.close()
     # Every episode a policy failure: the program does not run, whatever the score says.
@@ -336,14 +342,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--episodes", help="number of episodes (default: 10 for train, the task's size otherwise)"
     )
     p.add_argument("--seed", type=int, default=0, help="public seed the episode seeds derive from")
-    p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
+    add_run_arguments(p, "run")
     p.add_argument("--json", action="store_true", help="print the feedback as one JSON document")
-    p.add_argument(
-        "--isolation",
-        choices=("default", "strict"),
-        default="default",
-        help="strict: refuse to run if any sandbox layer is missing (see `doctor`)",
-    )
     tasks_dir(p)
 
     add("doctor", cmd_doctor, "show which sandbox layers policy processes get on this machine")

@@ -4,12 +4,40 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["WORKERS_HELP", "add_run_arguments", "positive_int"]
+__all__ = ["WORKERS_HELP", "add_run_arguments", "positive_int", "run_options"]
 
 WORKERS_HELP = (
-    "episodes at once (default: one per CPU but the first, at least two with two CPUs; "
-    "the host steps them all on the first CPU, their policy processes run on the others)"
+    "thread executor: episodes at once (default: one per CPU but the first, at least two "
+    "with two CPUs); process: worker processes (default: one per CPU); ray: actors "
+    "(default: one per CPU of the cluster)"
 )
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, what: str = "run policies") -> None:
+    """``--executor``, ``--ray-address``, ``--workers`` and ``--isolation``: where and how
+    a command runs episodes and their policy processes."""
+    parser.add_argument(
+        "--executor",
+        choices=("thread", "process", "ray"),
+        default="thread",
+        help="where episodes run: one host thread per evaluation (thread, the default), "
+        "worker processes on every CPU (process), or a Ray cluster (ray, needs the [ray] "
+        "extra); see docs/scaling.md",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="with --executor ray: the cluster to join (host:port of `ray start --head`); "
+        "default: a local cluster on 127.0.0.1",
+    )
+    parser.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
+    parser.add_argument(
+        "--isolation",
+        choices=("default", "strict"),
+        default="default",
+        help=f"strict: refuse to {what} if any sandbox layer is missing (see `doctor`)",
+    )
 
 
 def positive_int(text: str) -> int:
@@ -22,12 +50,15 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, what: str = "run policies") -> None:
-    """``--workers`` and ``--isolation``: how a command runs policy processes."""
-    parser.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
-    parser.add_argument(
-        "--isolation",
-        choices=("default", "strict"),
-        default="default",
-        help=f"strict: refuse to {what} if any sandbox layer is missing (see `doctor`)",
-    )
+def run_options(args: argparse.Namespace) -> list[str]:
+    """The :func:`add_run_arguments` options of ``args``, as arguments of another command."""
+    argv = []
+    if args.executor != "thread":
+        argv += ["--executor", args.executor]
+    if args.ray_address:
+        argv += ["--ray-address", args.ray_address]
+    if args.workers is not None:
+        argv += ["--workers", str(args.workers)]
+    if args.isolation != "default":
+        argv += ["--isolation", args.isolation]
+    return argv

@@ -99,6 +99,8 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             data_dir,
             tasks_dirs=tuple(args.tasks_dir),
             workers=args.workers,
+            executor=args.executor,
+            ray_address=args.ray_address,
             seed=args.seed,
             bind=bind,
             max_runs=args.max_runs
@@ -109,7 +111,7 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             allow_program_dir=args.transport == "stdio" or is_loopback(args.host),
             program_root=program_root,
             # Judging outlives this server: a client may quit right after finalize.
-            hand_off=detached_judge(data_dir, args.tasks_dir, args.workers, args.isolation),
+            hand_off=detached_judge(data_dir, args.tasks_dir, args),
         )
 
     return make

@@ -10,8 +10,9 @@ host, the store or the MCP surface: evaluation has no notion of runs or budgets.
 """
 
 from evopolicy_mcp.evaluation.episodes import EpisodeJob, EvaluationAborted, evaluate, jobs_for
-from evopolicy_mcp.evaluation.executor import Executor, ThreadExecutor
+from evopolicy_mcp.evaluation.executor import ThreadExecutor
 from evopolicy_mcp.evaluation.feedback import EpisodeSummary, Feedback
+from evopolicy_mcp.evaluation.plan import Executor
 from evopolicy_mcp.evaluation.snapshot import Program, ProgramError, capture, capture_files
 
 __all__ = [

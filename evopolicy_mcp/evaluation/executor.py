@@ -1,12 +1,14 @@
-"""Executors: how an evaluation's episodes are driven, one at a time or several at once.
+"""The thread executor: an evaluation's episodes driven on one host thread.
 
-An episode (:data:`Episode`) is a generator that yields its policy process
-whenever it waits for an answer; an executor resumes it with the answer.
-:class:`ThreadExecutor` drives every episode of an evaluation on one host
-thread (the environments' Python work needs the GIL, and several threads only
-handed it to and fro): one at a time with blocking waits (:func:`drive`), or
-several at once, stepping whichever has its answer (:func:`_multiplex`). It
-knows nothing of tasks or adapters: jobs are opaque to it.
+An episode (:data:`~evopolicy_mcp.evaluation.loop.Episode`) is a generator that
+yields its policy process whenever it waits for an answer; an executor resumes
+it with the answer. :class:`ThreadExecutor` drives every episode of an
+evaluation on one host thread (the environments' Python work needs the GIL,
+and several threads only handed it to and fro): one at a time with blocking
+waits (:func:`drive`), or several at once, stepping whichever has its answer
+(:func:`_multiplex`). Evaluations that run at once each have their own thread;
+none waits for another to finish. :mod:`~evopolicy_mcp.evaluation.processes`
+spreads episodes over worker processes that each drive theirs with :func:`drive`.
 """
 
 from __future__ import annotations
@@ -16,20 +18,21 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+from evopolicy_mcp.evaluation.loop import Episode, Episodes, Placement
+from evopolicy_mcp.evaluation.plan import EpisodeJob, Outcome, Plan
 from evopolicy_mcp.kernel import mailbox
 from evopolicy_mcp.runner.process import PENDING, PolicyFailure, PolicyProcess, RunnerError
+from evopolicy_mcp.runner.template import Runner
 
 __all__ = [
     "SPIN_SWITCH_SECONDS",
     "SPIN_TRIES",
-    "Episode",
-    "Executor",
     "Placement",
     "ThreadExecutor",
+    "default_runner",
     "default_workers",
     "drive",
 ]
@@ -38,41 +41,17 @@ T = TypeVar("T")
 J = TypeVar("J")  # a job: what ``work`` makes an episode of
 
 
-Episode = Generator[PolicyProcess, Any, T]
-"""One episode as the executor drives it: it yields its policy process whenever it waits
-for an answer (READY, or the action for the observation it posted), and is resumed with
-the answer, or with the :class:`PolicyFailure` thrown in; it returns its result."""
+_default_runner: Runner | None = None
+_default_lock = threading.Lock()
 
 
-class Executor(Protocol):
-    """Runs ``work(job, slot)`` for every job; returns results in job order.
-
-    ``work`` returns an :data:`Episode`, which the executor drives: it waits for each
-    answer the episode yields for (``PolicyProcess.receive``, or ``poll`` with other
-    episodes in between). ``slot`` is the episode's place among those at once (it
-    picks the CPU of its policy process). ``on_done`` is called once per finished job,
-    from any thread. The first exception stops all work and is re-raised.
-    A distributed backend implements the same method.
-    """
-
-    def map(
-        self,
-        work: Callable[[J, int], Episode[T]],
-        jobs: Sequence[J],
-        on_done: Callable[[T], None] | None = None,
-    ) -> list[T]: ...
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where an episode runs: the host's CPU, its policy process's CPU, the spin count,
-    and whether other policy processes spin on that CPU too (then each yields between
-    its looks)."""
-
-    host_cpu: int | None
-    policy_cpu: int | None
-    spin: int
-    shared: bool = False
+def default_runner() -> Runner:
+    """A process-wide runner, started on first use."""
+    global _default_runner
+    with _default_lock:
+        if _default_runner is None:
+            _default_runner = Runner()
+        return _default_runner
 
 
 SPIN_TRIES = 256  # about 130 us of polling before a side goes to sleep
@@ -132,9 +111,23 @@ class ThreadExecutor:
     wall-clock, come sooner for a policy that needs its CPU to the full.
     """
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, runner: Runner | None = None) -> None:
         self.cpus = sorted(os.sched_getaffinity(0))
         self.workers = max(1, workers or default_workers(len(self.cpus)))
+        self.runner = runner
+
+    def run(
+        self,
+        plan: Plan,
+        jobs: Sequence[EpisodeJob],
+        on_done: Callable[[Outcome], None] | None = None,
+    ) -> list[Outcome]:
+        """The plan's episodes on this executor's runner (the process-wide one by default)."""
+        episodes = Episodes(plan, self.runner or default_runner())
+        return self.map(lambda job, slot: episodes.run(job, self.placement(slot)), jobs, on_done)
+
+    def close(self) -> None:
+        """Nothing to stop: the runner belongs to whoever gave it."""
 
     def placement(self, slot: int) -> Placement:
         cpus = self.cpus

@@ -48,6 +48,8 @@ __all__ = [
     "capture",
     "capture_files",
     "open_program",
+    "read_files",
+    "restore",
 ]
 
 ENTRY = "policy.py"
@@ -192,6 +194,33 @@ def open_program(
             f"{actual}); capture it again from its source"
         )
     return Program(digest=digest, path=path, files=tuple(sorted(files)), size=_size(files))
+
+
+def read_files(program: Program) -> dict[str, bytes]:
+    """A snapshot's files (relative posix path -> content), to send elsewhere."""
+    return _read_tree(program.path, SnapshotLimits(), follow_root=False, name="snapshot")
+
+
+def restore(
+    files: Mapping[str, bytes],
+    store_dir: str | os.PathLike[str],
+    digest: str,
+    *,
+    limits: SnapshotLimits = SnapshotLimits(),  # frozen, so sharing it is safe
+) -> Program:
+    """Store a snapshot sent from elsewhere (:func:`read_files`): the same checks as a
+    capture, and its files must hash to ``digest``."""
+    acc = _Accumulator(limits)
+    for name, data in files.items():
+        relpath = _normalise_inline(name)
+        _check_depth(relpath, relpath.count("/"), limits)
+        if not isinstance(data, bytes):
+            raise ProgramError(f"the content of {relpath} is not bytes")
+        acc.add(relpath, data)
+    actual = _digest(acc.files)
+    if actual != digest:
+        raise ProgramError(f"the program sent as {digest} hashes to {actual}")
+    return _store(acc.files, store_dir, limits)
 
 
 class _Accumulator:

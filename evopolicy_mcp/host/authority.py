@@ -38,6 +38,9 @@ from pathlib import Path
 
 from evopolicy_mcp.adapters.protocol import EnvSpec, load_adapter
 from evopolicy_mcp.evaluation import seeds
+from evopolicy_mcp.evaluation.executor import ThreadExecutor
+from evopolicy_mcp.evaluation.executors import make_executor
+from evopolicy_mcp.evaluation.plan import Executor
 from evopolicy_mcp.host.admission import (
     candidate_rejection,
     capture_program,
@@ -109,10 +112,12 @@ class Host:
         tasks_dirs: Sequence[str | Path] = (),
         runner: Runner | None = None,
         workers: int | None = None,
+        executor: str | Executor = "thread",
+        ray_address: str | None = None,
         seed: int | None = None,
         bind: tuple[str, str] | None = None,
         max_runs: int | None = None,
-        concurrency: int = 2,
+        concurrency: int | None = None,
         close_timeout: float = 10.0,
         isolation: Isolation | None = None,
         allow_program_dir: bool = True,
@@ -132,6 +137,18 @@ class Host:
         else:
             self._own_runner = None
         self.runner = runner
+        self._own_executor = isinstance(executor, str)
+        self.executor: Executor | None = None
+        if isinstance(executor, str):
+            # Worker processes and actors make their runners with the same isolation.
+            executor = make_executor(
+                executor, workers=workers, runner=runner, ray_address=ray_address
+            )
+        self.executor = executor
+        if concurrency is None:
+            # The thread executor gives each evaluation its own host thread: two at once.
+            # The others queue every evaluation's episodes, fairly between runs.
+            concurrency = 2 if isinstance(executor, ThreadExecutor) else 8
         # A remote client must not make the server read (and describe) its own folders.
         self.allow_program_dir = allow_program_dir
         self.workers = workers
@@ -162,11 +179,7 @@ class Host:
             self._check_bind()
             self.store.acquire_instance()
             self._work = Workers(
-                self.store,
-                self._run_task,
-                runner=runner,
-                workers=workers,
-                concurrency=concurrency,
+                self.store, self._run_task, executor=executor, concurrency=concurrency
             )
             self._runs_started = len(self.store.list_runs())
             # Work of dead hosts: all of it, none (a host made for one step), or one run's.
@@ -642,7 +655,8 @@ class Host:
         task = self._run_task(run)
         if not self._await_training(run_id):
             return
-        judge(self.store, run, task, runner=self.runner, workers=self.workers)
+        assert self.executor is not None
+        judge(self.store, run, task, executor=self.executor)
         if self._work is not None:
             self._work.notify()
 
@@ -694,6 +708,8 @@ class Host:
         self._closed = True
         self.program_root.close()
         self.store.close()
+        if self._own_executor and self.executor is not None:
+            self.executor.close()
         if self._own_runner is not None:
             self._own_runner.close()
 

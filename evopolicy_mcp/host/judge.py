@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from evopolicy_mcp.evaluation import episodes as evaluation
 from evopolicy_mcp.evaluation import snapshot
+from evopolicy_mcp.evaluation.plan import Executor
 from evopolicy_mcp.host.selection import CandidateScore, select_candidate
-from evopolicy_mcp.runner.template import Runner
 from evopolicy_mcp.store.database import Store
 from evopolicy_mcp.store.records import RunRecord
 from evopolicy_mcp.tasks.model import Task
@@ -26,9 +26,7 @@ from evopolicy_mcp.tasks.model import Task
 __all__ = ["judge"]
 
 
-def judge(
-    store: Store, run: RunRecord, task: Task, *, runner: Runner | None, workers: int | None
-) -> str | None:
+def judge(store: Store, run: RunRecord, task: Task, *, executor: Executor) -> str | None:
     """Finish the finalize of ``run`` (state ``finalizing``); returns the selected id."""
     if run.state != "finalizing" or not run.candidates:
         return None
@@ -44,7 +42,7 @@ def judge(
             raise LookupError(f"candidate {sub_id} of run {run.id} is missing from the records")
         program = snapshot.open_program(store.programs_dir, sub.program_digest)
         jobs = evaluation.jobs_for(task, split, range(count), run.secret)
-        fb = evaluation.evaluate(program, task, jobs, runner=runner, workers=workers, traces=False)
+        fb = evaluation.evaluate(program, task, jobs, executor=executor, traces=False, share=run.id)
         store.save_result(
             run.id,
             sub_id,

@@ -2,9 +2,13 @@
 
 Evaluations run on a few daemon threads fed by a queue (a daemon thread never
 keeps the process alive on exit; whatever it had not committed stays pending
-in the records and resumes at the next start). Progress lives in memory only,
-under one condition variable that waiters sleep on; results are committed to
-the store before anyone is told.
+in the records and resumes at the next start). The queue is fair between runs:
+a free thread takes a submission of the run with the fewest evaluating, then
+of the run served least recently, so one run's many submissions do not hold
+up another's. Every evaluation goes to the host's executor, which shares its
+places between runs as well. Progress lives in memory only, under one
+condition variable that waiters sleep on; results are committed to the store
+before anyone is told.
 
 Invariant: host faults never become policy penalties. An evaluation the host
 could not finish (:class:`~evopolicy_mcp.evaluation.episodes.EvaluationAborted`, a
@@ -14,10 +18,11 @@ shutting down: then the submission stays pending and is evaluated again later.
 
 from __future__ import annotations
 
+import itertools
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,7 +30,7 @@ from evopolicy_mcp.evaluation import episodes as evaluation
 from evopolicy_mcp.evaluation import snapshot
 from evopolicy_mcp.evaluation.episodes import EvaluationAborted
 from evopolicy_mcp.evaluation.feedback import EpisodeSummary, Feedback
-from evopolicy_mcp.runner.template import Runner
+from evopolicy_mcp.evaluation.plan import Executor
 from evopolicy_mcp.store.database import PENDING, Store
 from evopolicy_mcp.store.records import RunRecord, SubmissionRecord
 from evopolicy_mcp.tasks.model import Task
@@ -50,25 +55,69 @@ class _Live:
     finished: dict[int, EpisodeSummary] = field(default_factory=dict)
 
 
+class FairQueue:
+    """Submissions waiting for an evaluation thread, taken fairly between runs."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: dict[str, deque[Key]] = {}
+        self._running: dict[str, int] = {}
+        self._served: dict[str, int] = {}
+        self._clock = itertools.count()
+        self._closed = False
+
+    def put(self, key: Key) -> None:
+        with self._cond:
+            self._waiting.setdefault(key[0], deque()).append(key)
+            self._cond.notify()
+
+    def get(self) -> Key | None:
+        """The next submission (the run with the fewest evaluating, then the one served
+        least recently), blocking; None once closed."""
+        with self._cond:
+            while not self._closed and not self._waiting:
+                self._cond.wait()
+            if self._closed:
+                return None
+            run = min(
+                self._waiting,
+                key=lambda r: (self._running.get(r, 0), self._served.get(r, -1)),
+            )
+            waiting = self._waiting[run]
+            key = waiting.popleft()
+            if not waiting:
+                del self._waiting[run]
+            self._running[run] = self._running.get(run, 0) + 1
+            self._served[run] = next(self._clock)
+            return key
+
+    def done(self, key: Key) -> None:
+        with self._cond:
+            self._running[key[0]] -= 1
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
 class Workers:
     def __init__(
         self,
         store: Store,
         task_of: Callable[[RunRecord], Task],
         *,
-        runner: Runner | None,
-        workers: int | None,
+        executor: Executor,
         concurrency: int,
     ) -> None:
         self.store = store
         self.task_of = task_of
-        self.runner = runner
-        self.workers = workers
+        self.executor = executor
         self.cond = threading.Condition()
         self.closing = False
         self._live: dict[Key, _Live] = {}
         self._feedback: dict[Key, Feedback] = {}
-        self._queue: queue.Queue[Key | None] = queue.Queue()
+        self._queue = FairQueue()
         self._threads: list[threading.Thread] = []
         for _ in range(max(1, concurrency)):
             self.spawn(self._loop, "evopolicy-submissions")
@@ -132,6 +181,7 @@ class Workers:
                     exc_info=True,
                 )
             finally:
+                self._queue.done(key)
                 with self.cond:
                     self._live.pop(key, None)
                     self.cond.notify_all()
@@ -164,8 +214,8 @@ class Workers:
                 program,
                 task,
                 jobs,
-                runner=self.runner,
-                workers=self.workers,
+                executor=self.executor,
+                share=run_id,
                 on_episode=lambda s: self._on_episode((run_id, sub_id), s),
                 artifacts=lambda index, name, data: self.store.write_artifact(
                     run_id, sub_id, f"episode-{index}/{name}", data
@@ -205,8 +255,7 @@ class Workers:
     def close(self, timeout: float) -> None:
         """Stop taking work and give running work up to ``timeout`` s to commit."""
         self.closing = True
-        for _ in self._threads:
-            self._queue.put(None)
+        self._queue.close()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             if thread is not threading.current_thread():

@@ -22,7 +22,8 @@ from evopolicy_mcp.environments.crafter.adapter import (
 )
 from evopolicy_mcp.environments.crafter.names import ITEMS
 from evopolicy_mcp.environments.crafter.report import Tally
-from evopolicy_mcp.evaluation.episodes import REPORT_CHARS, EvaluationAborted, evaluate
+from evopolicy_mcp.evaluation.episodes import EvaluationAborted, evaluate
+from evopolicy_mcp.evaluation.loop import REPORT_CHARS
 from evopolicy_mcp.evaluation.snapshot import capture
 from evopolicy_mcp.host.authority import Host
 from evopolicy_mcp.host.errors import HostError

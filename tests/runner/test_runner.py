@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evopolicy_mcp.evaluation.episodes import STDERR_CHARS
+from evopolicy_mcp.evaluation.loop import STDERR_CHARS
 from evopolicy_mcp.kernel import frames, limits
 from evopolicy_mcp.runner.template import Failure
 from tests.support.kernel import (

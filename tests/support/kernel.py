@@ -18,6 +18,7 @@ import pytest
 from evopolicy_mcp.evaluation import seeds
 from evopolicy_mcp.evaluation.episodes import EpisodeJob, evaluate, jobs_for
 from evopolicy_mcp.evaluation.feedback import EpisodeSummary, Feedback
+from evopolicy_mcp.evaluation.plan import Executor
 from evopolicy_mcp.evaluation.snapshot import Program, capture_files
 from evopolicy_mcp.kernel import sandbox
 from evopolicy_mcp.kernel.scratch import TIDIER_NAME
@@ -78,14 +79,29 @@ def policy_with_act(act_body: str, *, top: str = "", init: str = "pass") -> str:
 
 
 class Kernel:
-    """A runner and a snapshot store: what the host gives an evaluation."""
+    """A runner and a snapshot store: what the host gives an evaluation. With an
+    ``executor`` (worker processes, say), evaluations go there instead of the runner."""
 
-    def __init__(self, store: Path, runner: Runner | None = None) -> None:
+    def __init__(
+        self, store: Path, runner: Runner | None = None, executor: Executor | None = None
+    ) -> None:
         self.store = store
         self.runner = runner or Runner()
+        self.executor = executor
 
     def close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()
         self.runner.close()
+
+    def own_runner(self) -> Runner:
+        """The runner that runs this kernel's episodes, for tests that look inside it;
+        skips where episodes run in worker processes, whose runners are their own."""
+        if self.executor is not None:
+            pytest.skip(
+                "looks inside the host's runner: worker processes have runners of their own"
+            )
+        return self.runner
 
     def program(self, source: str, **helpers: str) -> Program:
         files = {"policy.py": textwrap.dedent(source)}
@@ -117,6 +133,7 @@ class Kernel:
             self.jobs(task, episodes, split=split, seed=seed),
             runner=self.runner,
             workers=workers,
+            executor=self.executor,
             on_episode=on_episode,
         )
 
