@@ -246,16 +246,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             print_sizes(rows)
         return 0
-    if args.task is not None:
+    if args.executor is not None:
+        from evopolicy_mcp.cli.bench_executors import print_executor_bench, run_executor_bench
+
+        kinds = args.executor.split(",")
+        unknown = [k for k in kinds if k not in ("thread", "process", "ray")]
+        if unknown:
+            raise UsageError(f"--executor: unknown {unknown[0]!r}; use thread, process, ray")
+        figures = run_executor_bench(
+            args.task or "cartpole",
+            kinds,
+            episodes=args.episodes or 24,
+            rounds=args.rounds or 3,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            policy=args.policy,
+            parameters=args.param or [],
+            tasks_dirs=args.tasks_dir or [],
+        )
+        show = print_executor_bench
+    elif args.task is not None:
         from evopolicy_mcp.cli.bench_task import print_task_bench, run_task_bench
 
-        figures: dict[str, Any] = run_task_bench(args.task, args.episodes or 20, args.workers)
-        if args.json:
-            print(json.dumps(figures, indent=2))
-        else:
-            print_task_bench(figures)
-        return 0
-    if args.mcp:
+        figures = run_task_bench(args.task, args.episodes or 20, args.workers)
+        show = print_task_bench
+    elif args.mcp:
         from evopolicy_mcp.cli.bench_mcp import print_mcp_bench, run_mcp_bench
 
         figures = run_mcp_bench()
@@ -263,7 +278,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         from evopolicy_mcp.cli.bench import print_bench, run_bench
 
-        figures = run_bench(args.episodes or 100, args.workers, args.rounds)
+        figures = run_bench(args.episodes or 100, args.workers, args.rounds or 5)
         show = print_bench
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -360,7 +375,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "measure harness speed against raw Gymnasium (or any task's environment, --task)",
     )
     p.add_argument(
-        "--episodes", type=positive_int, default=None, help="default 100 (20 with --task)"
+        "--episodes", type=positive_int, default=None, help="default 100 (20 with --task, 24 per executor with --executor)"
     )
     p.add_argument(
         "--task", metavar="ID", help="measure this task's environment with its baseline instead"
@@ -369,8 +384,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--rounds",
         type=positive_int,
-        default=5,
-        help="split the episodes into this many rounds of every measurement (medians)",
+        default=None,
+        help="split the episodes into this many rounds of every measurement (medians; "
+        "default 5, 3 with --task)",
     )
     p.add_argument("--mcp", action="store_true", help="measure the MCP layer over stdio instead")
     p.add_argument(
@@ -378,6 +394,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="print how many characters each MCP result gives the agent instead",
     )
+    p.add_argument(
+        "--task",
+        help="measure executors on this task's episodes instead (default policy: its baseline)",
+    )
+    p.add_argument(
+        "--executor",
+        help="with --task: executors to compare, comma-separated (thread,process,ray)",
+    )
+    p.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster to join")
+    p.add_argument("--policy", metavar="DIR", help="with --task: the program to run")
+    p.add_argument(
+        "--param",
+        action="append",
+        metavar="KEY=VALUE",
+        help="with --task: a task parameter (JSON value), e.g. length=1000 (repeatable)",
+    )
+    tasks_dir(p)
     p.add_argument("--json", action="store_true")
 
     _add_host_commands(add, tasks_dir, command)

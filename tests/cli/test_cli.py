@@ -149,6 +149,10 @@ COMMANDS: dict[str, Callable[[Path], list[str]]] = {
         "--episodes",
         "5",
     ],
+    "evaluate-dir-processes": lambda r: [
+        *("evaluate", str(r / "good"), "--task", "cartpole", "--episodes", "5"),
+        *("--executor", "process", "--workers", "2"),
+    ],
     "tasks": lambda r: ["tasks"],
     "tasks-json": lambda r: ["tasks", "--json"],
     "version": lambda r: ["--version"],
@@ -268,6 +272,25 @@ def test_evaluate_a_program_directory_prints_a_line_per_episode(
     episodes = [line for line in lines if line.strip().startswith("episode")]
     assert len(episodes) == 5
     assert all(" ok " in line and "steps    500" in line for line in episodes)
+
+
+def test_evaluate_on_worker_processes_prints_what_evaluate_on_a_thread_prints(
+    run: Callable[[str], Result],
+) -> None:
+    threads, processes = run("evaluate-dir"), run("evaluate-dir-processes")
+    succeeded(processes)
+    assert processes.out.split("[")[0] == threads.out.split("[")[0]
+    assert processes.out.split("]")[1] == threads.out.split("]")[1]
+
+
+def test_the_ray_executor_without_ray_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    assert main(["evaluate", "--task", "cartpole", "--episodes", "1", "--executor", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'evopolicy-mcp[ray]'" in err and len(err.splitlines()) == 1
+    assert "Traceback" not in err
 
 
 def test_split_seed_and_workers_options_are_honoured(run: Callable[[str], Result]) -> None:

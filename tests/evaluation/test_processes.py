@@ -59,6 +59,12 @@ MIXED = policy_with_act(
 )
 
 
+# Balances for all its steps, 20 ms a step: an episode of 60 steps takes over a second.
+SLOW_BALANCE = policy_with_act(
+    "time.sleep(0.02)\nreturn 1 if observation[2] + 0.5 * observation[3] > 0 else 0",
+    top="import time",
+)
+
 # Deadlines far from what these policies need: a busy machine must not decide an episode
 # (a worker started in the middle of an evaluation starts its template then).
 ROOMY = with_limits(FAST, startup_seconds=20.0, act_seconds=5.0, episode_seconds=30.0)
@@ -119,8 +125,8 @@ def test_a_worker_killed_mid_episode_is_replaced_and_its_episode_run_again(
     """Killing a worker while its episode runs: the episode runs again on a new worker,
     the feedback is what it would have been, nothing is a policy failure, and nothing
     of the dead worker is left running."""
-    task = with_parameters(ROOMY, max_episode_steps=40)
-    program = kernel.program(policy_with_act("time.sleep(0.02)\nreturn 0", top="import time"))
+    task = with_parameters(ROOMY, max_episode_steps=60)
+    program = kernel.program(SLOW_BALANCE)
     jobs = kernel.jobs(task, 4)
     expected = evaluate(program, task, jobs, runner=kernel.runner)
     with ProcessExecutor(2) as pool:
