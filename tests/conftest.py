@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from evopolicy_mcp.evaluation.processes import ProcessExecutor
 from evopolicy_mcp.host.authority import Host
 from tests.support.host import SEED, write_task
 from tests.support.kernel import Kernel
@@ -16,10 +17,24 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# Suites of policies that misbehave on purpose: each runs on the host's own runner (thread
+# executor) and on worker processes (process executor), which have runners of their own.
+HOSTILE_SUITES = ("tests.runner.", "tests.kernel.")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kernel" in metafunc.fixturenames and metafunc.module.__name__.startswith(HOSTILE_SUITES):
+        metafunc.parametrize("kernel", ["thread", "process"], indirect=True, scope="module")
+
+
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    """A real runner and snapshot store, shared by the tests of one module."""
-    k = Kernel(tmp_path_factory.mktemp("store"))
+def kernel(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Kernel]:
+    """A real runner and snapshot store, shared by the tests of one module; with the
+    ``process`` parameter, evaluations run on two worker processes instead."""
+    executor = ProcessExecutor(2) if getattr(request, "param", "thread") == "process" else None
+    k = Kernel(tmp_path_factory.mktemp("store"), executor=executor)
     yield k
     k.close()
 

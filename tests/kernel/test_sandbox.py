@@ -142,7 +142,14 @@ def test_a_policy_cannot_list_or_read_the_records_or_other_programs(
         store.programs_dir,
     )
     assert (store.data_dir / DB_NAME).is_file() and program.path.parent.parent == store.data_dir
-    feedback = evaluate(program, FAST, kernel.jobs(FAST, 1), runner=kernel.runner, workers=1)
+    feedback = evaluate(
+        program,
+        FAST,
+        kernel.jobs(FAST, 1),
+        runner=kernel.runner,
+        workers=1,
+        executor=kernel.executor,
+    )
     found = verdicts(feedback.episodes[0])
     denied = ["list the data directory", "read the database", "query the database"]
     assert_all_denied(found, [*denied, "list the programs", "read another program"])

@@ -128,8 +128,8 @@ def test_filling_the_scratch_directory_ends_at_its_quota_for_that_episode_alone(
     unwise = kernel.hostile(filler("fill_scratch(catch=False)"), fill_only).episodes[0]
     assert_failed(unwise, Failure.EXCEPTION)
     assert "No space left on device" in (unwise.message or ""), unwise
-    kernel.runner.settle()
-    template = kernel.runner.template_pid
+    kernel.own_runner().settle()
+    template = kernel.own_runner().template_pid
     assert template is not None
     # Ended episodes' scratch goes once the template is idle (a few ms): only the spares' stay.
     deadline = time.monotonic() + 5.0
@@ -152,6 +152,7 @@ def make_policy(context):
 
 @needs("disk")
 def test_a_full_scratch_directory_leaves_a_concurrent_episode_its_own(kernel: Kernel) -> None:
+    kernel.own_runner()  # two episodes at once on one runner's scratch
     fills: list[EpisodeSummary] = []
     hostile = threading.Thread(
         target=lambda: fills.extend(
@@ -194,7 +195,7 @@ def comm(pid: int) -> str:
 
 def test_the_tidier_holds_only_its_two_pipes(kernel: Kernel) -> None:
     kernel.assert_healthy()
-    template = kernel.runner.template_pid
+    template = kernel.own_runner().template_pid
     assert template is not None
     tidier = tidier_of(template)
     # While it removes an ended episode's scratch it holds that directory open for a
@@ -340,7 +341,7 @@ def test_the_scratch_quota_is_the_one_the_episode_limits_give(kernel: Kernel) ->
     # pair is a change from that of the spares in stock, the second may not be.
     sequence = (small, small, ProcessLimits(), ProcessLimits(), small)
     for limits in sequence:
-        with kernel.runner.open(
+        with kernel.own_runner().open(
             program.path, limits, act_seconds=5.0, startup_seconds=10.0, episode_seconds=30.0
         ) as proc:
             proc.start({"task_id": "fill", "observation_space": {}, "action_space": {}})
@@ -406,7 +407,7 @@ def test_scratch_files_count_towards_the_memory_limit(kernel: Kernel) -> None:
     limits = ProcessLimits(memory_bytes=256 << 20, disk_bytes=256 << 20)
     program = kernel.program(hog(scratch_mib=192))
     with (
-        kernel.runner.open(
+        kernel.own_runner().open(
             program.path, limits, act_seconds=5.0, startup_seconds=20.0, episode_seconds=30.0
         ) as proc,
         pytest.raises(PolicyFailure) as failed,
@@ -451,7 +452,7 @@ def test_a_child_killed_by_the_memory_limit_makes_the_episode_a_resource_limit(
     limits = ProcessLimits(memory_bytes=512 << 20, disk_bytes=16 << 20)
     program = kernel.program(CHILD_OOM)
     with (
-        kernel.runner.open(
+        kernel.own_runner().open(
             program.path, limits, act_seconds=20.0, startup_seconds=20.0, episode_seconds=30.0
         ) as proc,
         pytest.raises(PolicyFailure) as failed,
@@ -563,7 +564,7 @@ def test_an_ending_episode_kills_its_own_leftovers_and_not_a_running_one_s(
     program = kernel.program(DAEMON)
 
     def open_episode() -> Any:
-        return kernel.runner.open(
+        return kernel.own_runner().open(
             program.path,
             ProcessLimits(),
             act_seconds=10.0,
@@ -580,8 +581,8 @@ def test_an_ending_episode_kills_its_own_leftovers_and_not_a_running_one_s(
             other.act("daemon")
         # The other episode is reaped well before the grandchild answers (1.5 s).
         assert running.act("collect") == "survived"
-    kernel.runner.settle()
-    template = kernel.runner.template_pid
+    kernel.own_runner().settle()
+    template = kernel.own_runner().template_pid
     assert template is not None
     deadline = time.monotonic() + 5.0
     while strays_of(template) and time.monotonic() < deadline:
