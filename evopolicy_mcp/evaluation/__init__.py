@@ -1,9 +1,12 @@
 """Evaluation: one program over a list of episodes gives feedback.
 
-Owns the episode loop and ``evaluate()`` (``episodes``), the executors that drive
-episodes (``executor``), feedback models (``feedback``), per-episode values and
-their aggregate (``scoring``), content-addressed program snapshots
-(``snapshot``) and seed derivation from a run secret (``seeds``).
+Owns ``evaluate()`` (``episodes``), the episode loop (``loop``), what crosses an
+executor (``plan``), the executors: one host thread (``executor``), worker
+processes (``processes``), Ray actors (``ray_executor``), the fair queue of
+places they share (``dispatch``, ``station``) and choosing one by name
+(``executors``); feedback models (``feedback``), per-episode values and their
+aggregate (``scoring``), content-addressed program snapshots (``snapshot``) and
+seed derivation from a run secret (``seeds``).
 
 May import: ``policy``, ``kernel``, ``runner``, ``adapters``, ``tasks``. Never the
 host, the store or the MCP surface: evaluation has no notion of runs or budgets.

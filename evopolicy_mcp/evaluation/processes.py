@@ -141,6 +141,7 @@ class _Worker(Remote):
         except OSError:
             pass
         self.sock.close()
+        self.proc.terminate()  # one in an episode ends it, and its runner, at once
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -154,6 +155,10 @@ def _local_program(description: dict[str, Any], _blobs: list[bytes]) -> Program:
     return open_program(path.parent, str(description["digest"]))
 
 
+def _stop(*_: object) -> None:
+    raise SystemExit(0)  # through the episode's and the runner's clean-up
+
+
 def main() -> None:
     """A worker process: serve the host's requests until it closes the connection."""
     fd, host_pid, cpu = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -161,6 +166,7 @@ def main() -> None:
     if os.getppid() != host_pid:
         os._exit(0)  # the host died before the parent-death signal was armed
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the operator's ^C is the host's to handle
+    signal.signal(signal.SIGTERM, _stop)
     pin(cpu)
     sock = socket.socket(fileno=fd)
     runner = Runner(isolation=Isolation.from_json(sys.argv[4]))

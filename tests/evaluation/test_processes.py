@@ -145,6 +145,34 @@ def test_a_worker_killed_mid_episode_is_replaced_and_its_episode_run_again(
         _all_gone(family)
 
 
+def test_closing_the_executor_mid_evaluation_aborts_it_and_leaves_nothing_running(
+    kernel: Kernel,
+) -> None:
+    task = with_parameters(ROOMY, max_episode_steps=60)
+    pool = ProcessExecutor(2)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            evaluate(kernel.program(SLOW_BALANCE), task, kernel.jobs(task, 6), executor=pool)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    _victim, family = _a_worker_in_an_episode(pool)
+    family += [
+        p for w in pool.worker_pids() for t in children_of(w) for p in [w, t, *children_of(t)]
+    ]
+    started = time.monotonic()
+    pool.close()
+    thread.join(30)
+    assert time.monotonic() - started < 10, "closing waited for the episodes to end"
+    assert len(errors) == 1 and isinstance(errors[0], EvaluationAborted), errors
+    assert "closed" in str(errors[0])
+    _all_gone(family)
+
+
 def _a_worker_in_an_episode(pool: ProcessExecutor) -> tuple[int, list[int]]:
     """A worker whose template runs a policy process, and that family of processes."""
     deadline = time.monotonic() + 30
