@@ -72,6 +72,13 @@ class RayExecutor(Dispatcher):
     ``address`` joins a running cluster (``ray start --head`` on a machine, ``ray
     start --address`` on the others); without it, a local cluster is started on
     127.0.0.1 for this process.
+
+    Actors are placed node by node, as many on a node as it has CPUs (a lost node's
+    replacements go to the nodes with the most CPUs left), and reserve no CPU in
+    Ray's books: another process sharing the cluster (a server and its judging
+    processes) gets actors on every CPU too, and each CPU's time is shared between
+    them by the operating system, as worker processes of two hosts on one machine
+    are. Within this process the dispatcher shares the actors fairly between runs.
     """
 
     def __init__(
@@ -86,18 +93,47 @@ class RayExecutor(Dispatcher):
         self._started = False
         if not ray.is_initialized():
             if address:
-                ray.init(address=address, log_to_driver=False)
+                # A driver on the head's machine joins by loopback where the head listens there.
+                local = address.rsplit(":", 1)[0] in ("127.0.0.1", "localhost")
+                where = {"_node_ip_address": "127.0.0.1"} if local else {}
+                ray.init(address=address, log_to_driver=False, **where)
             else:
-                ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False)
+                ray.init(
+                    address="local",  # never a cluster another program left running
+                    _node_ip_address="127.0.0.1",
+                    include_dashboard=False,
+                    log_to_driver=False,
+                )
             self._started = True
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        self.actors = actors or max(1, cpus)
+        self.actors = actors or max(1, sum(self._node_cpus().values()))
         self.isolation = isolation or Isolation()
-        self._remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(StationActor)
+        self._remote = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(StationActor)
+        self._placed: dict[int, str] = {}  # slot -> node id
         super().__init__(self._start, self.actors, name="evopolicy-ray")
 
-    def _start(self, _slot: int) -> _Actor:
-        return _Actor(self.ray, self._remote.remote(self.isolation.to_json()))
+    def _node_cpus(self) -> dict[str, int]:
+        return {
+            node["NodeID"]: int(node.get("Resources", {}).get("CPU", 0))
+            for node in self.ray.nodes()
+            if node.get("Alive")
+        }
+
+    def _start(self, slot: int) -> _Actor:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        cpus = self._node_cpus()
+        self._placed.pop(slot, None)
+        taken = {node: 0 for node in cpus}
+        for placed in self._placed.values():
+            if placed in taken:
+                taken[placed] += 1
+        options: dict[str, Any] = {}
+        if cpus:
+            node = max(cpus, key=lambda n: cpus[n] - taken[n])
+            self._placed[slot] = node
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
+        handle = self._remote.options(**options).remote(self.isolation.to_json())
+        return _Actor(self.ray, handle)
 
     def actor_pids(self) -> list[int]:
         """The process ids of the live actors (tests; they may be on other machines)."""

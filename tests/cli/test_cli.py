@@ -439,3 +439,16 @@ def test_doctor_names_every_layer_and_how_episodes_hand_over(
     if cpus >= 2:
         assert "spin" in hand_over
         assert ("mailbox" in hand_over) == mailbox.supported()
+
+
+def test_a_detached_judge_runs_episodes_where_its_server_does() -> None:
+    from evopolicy_mcp.cli.judge import judge_argv
+    from evopolicy_mcp.cli.main import build_parser
+
+    served = build_parser("serve").parse_args(
+        ["serve", "--executor", "ray", "--ray-address", "127.0.0.1:6379", "--workers", "3"]
+    )
+    argv = judge_argv("run-1", Path("/records"), [], served)
+    judge = build_parser("judge").parse_args(argv[argv.index("judge") :])
+    assert (judge.executor, judge.ray_address, judge.workers) == ("ray", "127.0.0.1:6379", 3)
+    assert (judge.run_id, judge.isolation) == ("run-1", "default")
