@@ -37,6 +37,11 @@ from evopolicy_mcp.runner.template import Runner
 __all__ = ["ProcessExecutor", "default_process_workers", "main"]
 
 
+# A worker is one core's worth of work: numerical libraries must not start threads of
+# their own that spin on the other workers' cores.
+ONE_CORE = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def default_process_workers(cpus: int) -> int:
     """Workers by default: one per CPU (each steps its environments and hands over to
     its policy processes on that CPU)."""
@@ -99,6 +104,7 @@ class _Worker(Remote):
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,  # stdout may be the MCP wire
                 cwd="/",
+                env={**os.environ, **ONE_CORE},
             )
         finally:
             worker_end.close()

@@ -25,6 +25,7 @@ from typing import Any
 
 from evopolicy_mcp.evaluation.dispatch import BackendLost, Dispatcher
 from evopolicy_mcp.evaluation.plan import EvaluationAborted, Plan, unpack
+from evopolicy_mcp.evaluation.processes import ONE_CORE
 from evopolicy_mcp.evaluation.snapshot import Program, read_files, restore
 from evopolicy_mcp.evaluation.station import Remote, Station, claim_cpu, pin
 from evopolicy_mcp.kernel.sandbox import Isolation
@@ -127,7 +128,7 @@ class RayExecutor(Dispatcher):
         for placed in self._placed.values():
             if placed in taken:
                 taken[placed] += 1
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"runtime_env": {"env_vars": ONE_CORE}}
         if cpus:
             node = max(cpus, key=lambda n: cpus[n] - taken[n])
             self._placed[slot] = node
