@@ -396,11 +396,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--task",
-        help="measure executors on this task's episodes instead (default policy: its baseline)",
+        help="with --executor: the task whose episodes the executors run (default policy: its "
+        "baseline)",
     )
     p.add_argument(
         "--executor",
-        help="with --task: executors to compare, comma-separated (thread,process,ray)",
+        help="compare executors on --task's episodes (default task: cartpole), comma-separated: "
+        "thread,process,ray",
     )
     p.add_argument("--ray-address", metavar="ADDR", help="with --executor ray: the cluster to join")
     p.add_argument("--policy", metavar="DIR", help="with --task: the program to run")
