@@ -3,9 +3,11 @@ the records never copied, nothing outside the root probed."""
 
 from __future__ import annotations
 
+import ctypes
+import os
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,17 +17,41 @@ from evopolicy_mcp.host.authority import Host, HostError
 from evopolicy_mcp.host.program_root import ProgramRoot
 from tests.support.host import GOOD, SEED, rejected
 
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
 # Swaps two paths atomically (renameat2 RENAME_EXCHANGE), over and over.
 _SWAPPER = """
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 a, b = (os.fsencode(p) for p in sys.argv[1:3])
 print("ready", flush=True)
-while True:
+for _ in range(int(sys.argv[3])):
     if libc.renameat2(-100, a, -100, b, 2) != 0:
         raise OSError(ctypes.get_errno(), "renameat2")
     os.sched_yield()
 """
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two paths atomically, here and now."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE):
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
+class _SwapOnceChecked(ProgramRoot):
+    """A root that swaps the folder for a symlink right after the folder was opened and
+    checked, before anything is copied: the window between check and copy that a
+    capture by path has (a copy by path then follows the symlink)."""
+
+    def __init__(self, root: Path, records: Path, swap: Callable[[], None]) -> None:
+        super().__init__(root, records)
+        self._swap = swap
+
+    def open(self, program_dir: str) -> int:
+        fd = super().open(program_dir)
+        self._swap()
+        return fd
 
 
 def _program(directory: Path, extra: dict[str, str] | None = None) -> Path:
@@ -44,35 +70,67 @@ def _capture(root: ProgramRoot, program_dir: str, programs: Path) -> tuple[str, 
         return exc.message
 
 
-def test_swapping_program_dir_for_a_symlink_never_copies_what_it_points_to(
-    tmp_path: Path,
-) -> None:
+def _swap_setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """records; workspace/prog (a program); workspace/decoy, a symlink to a program
+    outside the workspace holding a secret."""
     records = tmp_path / "records"
     records.mkdir()
     workspace = tmp_path / "workspace"
     _program(workspace / "prog")
     secret = _program(tmp_path / "elsewhere" / "prog", {"SECRET_TOKEN.txt": "hidden"})
     (workspace / "decoy").symlink_to(secret)
+    return records, workspace / "prog", workspace / "decoy"
+
+
+def test_swapping_program_dir_for_a_symlink_never_copies_what_it_points_to(
+    tmp_path: Path,
+) -> None:
+    records, prog, decoy = _swap_setup(tmp_path)
+    workspace = prog.parent
+    programs = tmp_path / "programs"
+    # Swapped before the open: the path is the symlink, and is refused as one.
+    _exchange(prog, decoy)
+    root = ProgramRoot(workspace, records)
+    try:
+        assert _capture(root, str(prog), programs) == (
+            f"program_dir {str(prog)!r} goes through a symlink; give the real folder"
+        )
+    finally:
+        root.close()
+    _exchange(prog, decoy)
+    # Swapped after the folder was opened and checked, before the copy: what was
+    # checked is copied, not what the path names by then.
+    root = _SwapOnceChecked(workspace, records, lambda: _exchange(prog, decoy))
+    try:
+        assert _capture(root, str(prog), programs) == ("policy.py",)
+    finally:
+        root.close()
+    assert prog.is_symlink(), "the swap did not happen in the window"
+    assert not any(p.name == "SECRET_TOKEN.txt" for p in programs.rglob("*"))
+
+
+def test_a_folder_swapped_any_time_is_never_copied_through_the_symlink(tmp_path: Path) -> None:
+    """Whatever the interleaving with a process swapping the folder and the symlink,
+    a capture copies the folder or is refused; it holds for every interleaving, so
+    this does not depend on which ones the scheduler gives."""
+    records, prog, decoy = _swap_setup(tmp_path)
     swapper = subprocess.Popen(
-        [sys.executable, "-c", _SWAPPER, str(workspace / "prog"), str(workspace / "decoy")],
+        [sys.executable, "-c", _SWAPPER, str(prog), str(decoy), "1000000"],
         stdout=subprocess.PIPE,
         text=True,
     )
-    root = ProgramRoot(workspace, records)
+    root = ProgramRoot(prog.parent, records)
     outcomes: list[tuple[str, ...] | str] = []
     try:
         assert swapper.stdout is not None and swapper.stdout.readline() == "ready\n"
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline and len(outcomes) < 400:
-            outcomes.append(_capture(root, str(workspace / "prog"), tmp_path / "programs"))
+        for _ in range(200):
+            outcomes.append(_capture(root, str(prog), tmp_path / "programs"))
     finally:
         swapper.kill()
         swapper.wait(10)
         root.close()
-    captured = [o for o in outcomes if isinstance(o, tuple)]
+    assert all(o == ("policy.py",) for o in outcomes if isinstance(o, tuple)), outcomes
     refused = [o for o in outcomes if isinstance(o, str)]
-    assert captured and refused, outcomes[:5]  # the swap was seen both ways
-    assert all(files == ("policy.py",) for files in captured), captured
     assert all("SECRET_TOKEN" not in text and "elsewhere" not in text for text in refused)
     assert {text.split("' ", 1)[1] for text in refused} <= {
         "goes through a symlink; give the real folder",
