@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 
 from evopolicy_mcp.evaluation.processes import ProcessExecutor
 from evopolicy_mcp.host.authority import Host
+from tests.support.agents import SECRET
 from tests.support.host import SEED, write_task
 from tests.support.kernel import Kernel
 from tests.support.server import make_tasks_dir
@@ -55,3 +57,16 @@ def host(data_dir: Path, tasks_dir: Path) -> Iterator[Host]:
     h = Host(data_dir, tasks_dirs=[tasks_dir], seed=SEED)
     yield h
     h.close()
+
+
+@pytest.fixture
+def agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A PATH with a fake-CLI directory first, a secret in the operator's environment."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("EVOPOLICY_TEST_SECRET", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-for-claude")
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    return bin_dir

@@ -73,6 +73,7 @@ MCP_LAYERS = {"server", "cli"}
 MCP_MODULES = {
     "evopolicy_mcp.agents.scripted_agent",  # an MCP client, as an agent CLI is
     "evopolicy_mcp.agents.check",  # starts a configured server with the SDK client
+    "evopolicy_mcp.agents.client",  # the transports those clients share
 }
 # Simulators stay out of everything but the adapters (and the benchmark's raw loop), so
 # listing tasks or starting the server imports none.

@@ -2,7 +2,8 @@
 
 A provider turns one :class:`AgentTask` into one :class:`Invocation` of its CLI:
 the command line, the files it reads (its MCP config) and the environment
-variables it needs on top of the allowlist. It holds no run rules; the
+variables it needs on top of the allowlist; it names the CLI's own config
+home, which the agent's sandbox lets it read and write. It holds no run rules; the
 launcher (:mod:`.launch`) creates the run, starts and stops the process and
 writes the records, the same way for every provider.
 """
@@ -15,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from evopolicy_mcp.agents.config import SERVER_NAME, Launch
+from evopolicy_mcp.agents.config import SERVER_NAME, Launch, Remote
 
 __all__ = [
     "BASE_ENV",
+    "home",
     "SERVER_NAME",
     "AgentTask",
     "Invocation",
@@ -69,7 +71,7 @@ class AgentTask:
     workspace: Path  # the agent's working directory; holds program/ and TASK.md
     state_dir: Path  # the session's own directory in the workspace (a CLI home if needed)
     prompt: str
-    server: Launch  # how the CLI starts `evopolicy-mcp serve` bound to the run
+    server: Launch | Remote  # the run's server: started by the CLI, or reached over HTTP
     model: str | None = None
     effort: str | None = None
 
@@ -91,10 +93,15 @@ class Provider(Protocol):
 
     name: str
     executable: str
+    package: str  # where the CLI comes from, for the message when it is missing
     env_allow: tuple[str, ...]  # the CLI's own auth and config-home variables
 
     def invocation(self, task: AgentTask, env: Mapping[str, str]) -> Invocation:
         """The launch for ``task``; ``env`` is the allowlisted environment it runs in."""
+        ...
+
+    def config_paths(self, env: Mapping[str, str]) -> tuple[Path, ...]:
+        """The CLI's own config files and directories (login, settings, its logs)."""
         ...
 
     def preflight(self, env: Mapping[str, str]) -> str | None:
@@ -114,3 +121,8 @@ def allowed_env(
     source = os.environ if source is None else source
     patterns = (*BASE_ENV, *provider.env_allow, *extra)
     return {k: v for k, v in source.items() if _allowed(k, patterns)}
+
+
+def home(env: Mapping[str, str]) -> Path:
+    """The home directory the CLI will see."""
+    return Path(env.get("HOME") or os.path.expanduser("~"))

@@ -12,30 +12,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 
-from evopolicy_mcp.agents.config import STARTUP_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS, Launch
+from evopolicy_mcp.agents.config import (
+    STARTUP_TIMEOUT_SECONDS,
+    TOKEN_VARIABLE,
+    TOOL_TIMEOUT_SECONDS,
+    Launch,
+    Remote,
+)
 
-from .base import SERVER_NAME, AgentTask, Invocation
+from .base import SERVER_NAME, AgentTask, Invocation, home
 
 __all__ = ["PROVIDER", "Codex", "overrides"]
 
 
-def overrides(launch: Launch) -> list[str]:
-    """``-c key=value`` pairs (values in TOML) that define the server for one invocation."""
+def overrides(server: Launch | Remote) -> list[str]:
+    """``-c key=value`` pairs (values in TOML) that define the server for one invocation.
+    A remote server's token is read from :data:`TOKEN_VARIABLE`, never the command line."""
     key = f"mcp_servers.{SERVER_NAME}"
-    pairs = [
-        f"{key}.command={json.dumps(launch.command)}",
-        f"{key}.args=[{', '.join(json.dumps(a) for a in launch.args)}]",
+    if isinstance(server, Remote):
+        pairs = [
+            f"{key}.url={json.dumps(server.url)}",
+            f"{key}.bearer_token_env_var={json.dumps(TOKEN_VARIABLE)}",
+        ]
+    else:
+        pairs = [
+            f"{key}.command={json.dumps(server.command)}",
+            f"{key}.args=[{', '.join(json.dumps(a) for a in server.args)}]",
+        ]
+    pairs += [
         f"{key}.startup_timeout_sec={STARTUP_TIMEOUT_SECONDS}",
         f"{key}.tool_timeout_sec={TOOL_TIMEOUT_SECONDS}",
     ]
-    pairs += [f"{key}.env.{name}={json.dumps(value)}" for name, value in launch.env.items()]
+    if isinstance(server, Launch):
+        pairs += [f"{key}.env.{name}={json.dumps(value)}" for name, value in server.env.items()]
     return [arg for pair in pairs for arg in ("-c", pair)]
 
 
 class Codex:
     name = "codex"
     executable = "codex"
+    package = "npm install -g @openai/codex"
     env_allow: tuple[str, ...] = ("OPENAI_*", "CODEX_*")
 
     def invocation(self, task: AgentTask, env: Mapping[str, str]) -> Invocation:
@@ -59,7 +77,11 @@ class Codex:
         if task.effort:
             argv += ["-c", f"model_reasoning_effort={json.dumps(task.effort)}"]
         argv += ["--", task.prompt]
-        return Invocation(tuple(argv))
+        remote = task.server if isinstance(task.server, Remote) else None
+        return Invocation(tuple(argv), env={TOKEN_VARIABLE: remote.token} if remote else {})
+
+    def config_paths(self, env: Mapping[str, str]) -> tuple[Path, ...]:
+        return (Path(env.get("CODEX_HOME") or home(env) / ".codex"),)
 
     def preflight(self, env: Mapping[str, str]) -> str | None:
         return None

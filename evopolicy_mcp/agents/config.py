@@ -1,9 +1,14 @@
 """MCP client configs for the agent CLIs: Claude Code, Codex, Kimi Code, Qoder.
 
-One function, :func:`render`, writes every format. The files shipped in
-``agent_configs/`` are its output for the plain ``evopolicy-mcp serve``
-command; ``evopolicy-mcp agent-config CLIENT`` prints it for this machine's
-interpreter, so the config works without the console script on ``PATH``.
+One function, :func:`render`, writes every format, for a server the client
+starts itself (:class:`Launch`, stdio) or one already running (:class:`Remote`,
+streamable HTTP with a bearer token, as ``agent run`` starts it). The files
+shipped in ``agent_configs/`` are its output for the plain ``evopolicy-mcp
+serve`` command; ``evopolicy-mcp agent-config CLIENT`` prints it for this
+machine's interpreter, so the config works without the console script on
+``PATH``. A client that is given a :class:`Remote` but should not speak HTTP
+itself starts :func:`proxy_launch`: ``evopolicy-mcp connect URL``, a stdio
+proxy holding only the URL and the token.
 
 Timeouts: an evaluation can outlast a client's default 60 s tool timeout.
 ``submit_policy`` and ``get_feedback`` return within ``wait_seconds`` (at most
@@ -23,15 +28,19 @@ from pathlib import Path
 __all__ = [
     "CLIENTS",
     "SHIPPED_FILES",
+    "TOKEN_VARIABLE",
     "Launch",
+    "Remote",
     "add_agent_config_arguments",
     "cmd_agent_config",
     "local_launch",
+    "proxy_launch",
     "render",
     "shipped_launch",
 ]
 
 SERVER_NAME = "evopolicy"
+TOKEN_VARIABLE = "EVOPOLICY_TOKEN"  # the bearer token, where a client reads it from a variable
 TOOL_TIMEOUT_SECONDS = 600
 STARTUP_TIMEOUT_SECONDS = 30
 SHIPPED_FILES = {
@@ -56,6 +65,27 @@ class Launch:
     command: str
     args: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A running server, reached over streamable HTTP with a bearer token."""
+
+    url: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+def proxy_launch(remote: Remote) -> Launch:
+    """The stdio proxy to ``remote`` (``evopolicy-mcp connect``), token in its environment."""
+    return Launch(
+        sys.executable,
+        ("-m", "evopolicy_mcp", "connect", remote.url),
+        {TOKEN_VARIABLE: remote.token},
+    )
 
 
 def shipped_launch() -> Launch:
@@ -94,10 +124,16 @@ def _toml_string(text: str) -> str:
     return json.dumps(text)
 
 
-def render(client: str, launch: Launch) -> str:
-    """The config text ``client`` reads to start the server."""
+def render(client: str, server: Launch | Remote) -> str:
+    """The config text ``client`` reads to start or reach the server. Kimi Code is
+    given the stdio proxy to a remote server; the others reach it over HTTP."""
     if client not in SHIPPED_FILES:
         raise ValueError(f"unknown client {client!r}; choose one of {', '.join(CLIENTS)}")
+    if isinstance(server, Remote):
+        if client == "kimi":
+            return render(client, proxy_launch(server))
+        return _render_remote(client, server)
+    launch = server
     if client == "codex":
         lines = [
             f"[mcp_servers.{SERVER_NAME}]",
@@ -117,6 +153,25 @@ def render(client: str, launch: Launch) -> str:
         entry["toolTimeoutMs"] = TOOL_TIMEOUT_SECONDS * 1000
     else:  # Claude Code and Qoder read the same .mcp.json shape
         entry = {"type": "stdio", **entry, "timeout": TOOL_TIMEOUT_SECONDS * 1000}
+    return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2) + "\n"
+
+
+def _render_remote(client: str, remote: Remote) -> str:
+    if client == "codex":  # the token from the CLI's environment, not from the file
+        lines = [
+            f"[mcp_servers.{SERVER_NAME}]",
+            f"url = {_toml_string(remote.url)}",
+            f"bearer_token_env_var = {_toml_string(TOKEN_VARIABLE)}",
+            f"startup_timeout_sec = {STARTUP_TIMEOUT_SECONDS}",
+            f"tool_timeout_sec = {TOOL_TIMEOUT_SECONDS}",
+        ]
+        return "\n".join(lines) + "\n"
+    entry = {
+        "type": "http",
+        "url": remote.url,
+        "headers": remote.headers,
+        "timeout": TOOL_TIMEOUT_SECONDS * 1000,
+    }
     return json.dumps({"mcpServers": {SERVER_NAME: entry}}, indent=2) + "\n"
 
 

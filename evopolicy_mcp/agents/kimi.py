@@ -19,7 +19,7 @@ from pathlib import Path
 
 from evopolicy_mcp.agents.config import render
 
-from .base import AgentTask, Invocation, Unsupported
+from .base import AgentTask, Invocation, Unsupported, home
 
 __all__ = ["PROVIDER", "Kimi"]
 
@@ -27,24 +27,28 @@ __all__ = ["PROVIDER", "Kimi"]
 class Kimi:
     name = "kimi"
     executable = "kimi"
+    package = "npm install -g @moonshot-ai/kimi-code (Node.js >= 22.19)"
     env_allow: tuple[str, ...] = ("KIMI_*", "MOONSHOT_*")
 
     def invocation(self, task: AgentTask, env: Mapping[str, str]) -> Invocation:
         if task.effort:
             raise Unsupported("Kimi Code has no effort option; leave out --effort")
-        home = task.state_dir / "kimi-home"
-        operator_home = Path(env.get("KIMI_CODE_HOME") or Path(env.get("HOME", "/")) / ".kimi-code")
+        session_home = task.state_dir / "kimi-home"
         argv = [self.executable, "--output-format", "stream-json"]
         if task.model:
             argv += ["--model", task.model]
         argv += ["--prompt", task.prompt]
-        config = home / "mcp.json"
+        config = session_home / "mcp.json"
         return Invocation(
             tuple(argv),
             {config: render("kimi", task.server)},
-            env={"KIMI_CODE_HOME": str(home)},
-            overlays={home: operator_home},
+            env={"KIMI_CODE_HOME": str(session_home)},
+            overlays={session_home: self.config_paths(env)[0]},
         )
+
+    def config_paths(self, env: Mapping[str, str]) -> tuple[Path, ...]:
+        """The operator's Kimi home, which the session home links into."""
+        return (Path(env.get("KIMI_CODE_HOME") or home(env) / ".kimi-code"),)
 
     def preflight(self, env: Mapping[str, str]) -> str | None:
         return None

@@ -4,12 +4,16 @@ Steps, the same for every provider:
 
 1. Create the run host-side (budget from the task) and a fresh workspace:
    ``program/`` seeded with the task's baseline, ``TASK.md`` with the prompt,
-   and the CLI's MCP config pointing at ``evopolicy-mcp serve`` bound to the run.
-2. Start the CLI in its own process group, stdin closed, with the allowlisted
-   environment only; copy its stdout and stderr (bounded) into the run record.
-3. Stop it (SIGTERM, then SIGKILL of the whole group) once the run is
-   finalized and a short grace has passed, or when the time is up.
-4. Judge as usual. A host opened on the data directory takes over whatever the
+   and the CLI's MCP config pointing at the run's server (:mod:`.endpoint`).
+2. Start that server: its own process and session, outside the agent's
+   reach, on a loopback endpoint only the run's token opens.
+3. Start the CLI confined (:mod:`.confine`, :mod:`.jail`) in its own session,
+   stdin closed, with the allowlisted environment only; copy its stdout and
+   stderr (bounded) into the run record, with how it was confined.
+4. Stop it (SIGTERM, then SIGKILL of the whole session) once the run is
+   finalized and a short grace has passed, or when the time is up; then stop
+   the server.
+5. Judge as usual. A host opened on the data directory takes over whatever the
    server left (submissions still evaluating, a finalize under way). If the
    agent never finalized, its best complete submissions by public score become
    the candidates (recorded as ``fallback``); with none, the run stays open.
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evopolicy_mcp.agents.config import local_launch
+from evopolicy_mcp.agents.config import Remote
 from evopolicy_mcp.host import guide
 from evopolicy_mcp.host.authority import Host, HostError
 from evopolicy_mcp.host.selection import CandidateScore, fallback_candidates
@@ -41,6 +45,8 @@ from evopolicy_mcp.tasks.model import Task
 
 from . import claude, codex, kimi, qoder, scripted
 from .base import AgentTask, Invocation, Provider, Unsupported, allowed_env
+from .confine import ConfineError, Jail, Reach, check_mode, hidden_paths, jail_for
+from .endpoint import RunServer, ServerError
 from .procs import GONE_SECONDS, Pump, blocked_signals, signals_interrupt, stop_session
 
 __all__ = [
@@ -101,6 +107,7 @@ class AgentOptions:
     workers: int | None = None
     trace_all: bool = False  # dataset-building runs: every training episode traced
     trace_steps: int | None = None
+    confine: str = "default"  # the agent's sandbox: default, strict or off
 
 
 @dataclass
@@ -118,6 +125,7 @@ class AgentOutcome:
     validation_score: float | None = None
     test_score: float | None = None
     run_state: str = "open"
+    confinement: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -161,8 +169,9 @@ def write_files(inv: Invocation) -> None:
             for entry in source.iterdir():
                 if entry.name not in written:
                     (target / entry.name).symlink_to(entry)
-    for path, text in inv.files.items():
+    for path, text in inv.files.items():  # they may hold the run's token: the owner's only
         path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
         path.write_text(text)
 
 
@@ -183,11 +192,15 @@ def _open_host(
 
 
 def _prepare(
-    opts: AgentOptions, provider: Provider, env: dict[str, str], data_dir: Path
+    opts: AgentOptions,
+    provider: Provider,
+    env: dict[str, str],
+    data_dir: Path,
+    run_id: str,
+    server: Remote,
 ) -> tuple[AgentTask, Invocation]:
     """Check everything that can be checked, write the workspace, then create the run.
     On any failure nothing is left: no run, and no workspace this call created."""
-    run_id = opts.run or _run_name(opts.task, opts.agent)
     workspace = _workspace(opts, data_dir, run_id)
     try:
         host = _open_host(opts, data_dir, (opts.task, run_id), resume=False)
@@ -211,20 +224,12 @@ def _prepare(
             workspace=workspace,
             state_dir=workspace / ".agent",
             prompt=prompt,
-            server=local_launch(
-                task=opts.task,
-                run=run_id,
-                data_dir=data_dir,
-                tasks_dirs=opts.tasks_dirs,
-                isolation=opts.isolation,
-                workers=opts.workers,
-                program_root=workspace,
-            ),
+            server=server,
             model=opts.model,
             effort=opts.effort,
         )
         inv = provider.invocation(task, env)
-        workspace.mkdir(parents=True, exist_ok=True)
+        workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.copytree(
             host.tasks[opts.task].baseline_dir,
             workspace / "program",
@@ -302,8 +307,11 @@ def _launch(
     env: dict[str, str],
     store: Store,
     log_dir: Path,
+    jail: Jail,
+    server: RunServer,
 ) -> _Ended:
-    """Run the CLI to its end or its stop; record ``agent_started`` and ``agent_ended``."""
+    """Start the run's server, run the CLI to its end or its stop, stop the server;
+    record ``agent_started`` (with how the agent is confined) and ``agent_ended``."""
     store.add_event(
         task.run_id,
         "agent_started",
@@ -315,22 +323,32 @@ def _launch(
             "workspace": str(task.workspace),
             "timeout": opts.timeout,
             "env": sorted(env),
+            "confinement": jail.record,
+            "server": f"{server.url} (its own process and session; bearer token)",
         },
     )
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            inv.argv,
-            cwd=task.workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError as exc:
-        ended = _Ended("failed_to_start", message=f"cannot run {inv.argv[0]}: {exc.strerror}")
+        server.start(log_dir)
+        with jail.command(inv.argv) as (argv, fds):
+            proc = subprocess.Popen(
+                argv,
+                cwd=task.workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=fds,
+            )
+    except (OSError, ServerError) as exc:
+        server.stop()
+        if isinstance(exc, ServerError):
+            message = f"the run's server did not start: {exc}"
+        else:
+            message = f"cannot run {inv.argv[0]}: {exc.strerror}"
+        ended = _Ended("failed_to_start", message=message)
         store.add_event(task.run_id, "agent_ended", {"agent": opts.agent, **ended.__dict__})
         return ended
     assert proc.stdout is not None and proc.stderr is not None
@@ -351,6 +369,7 @@ def _launch(
             ended.seconds = round(time.monotonic() - started, 3)
             if ended.reason == "failed_to_start":
                 ended.message = _last_word(log_dir) or f"exit code {proc.returncode}"
+            server.stop()
             _wait_for_owners(store, task.run_id)
             store.add_event(
                 task.run_id,
@@ -368,10 +387,9 @@ def _launch(
 
 def _wait_for_owners(store: Store, run_id: str, timeout: float = OWNER_GONE_SECONDS) -> None:
     """Wait (bounded) until no live server holds the run's pending submissions, so the
-    host that judges can take them over. A server that left the CLI's session exits once
-    its stdin closes; one still alive after this finishes the work itself. A finalized
-    run's judging is not waited for: its own process holds it, and judging waits for it
-    (``Host.finish``)."""
+    host that judges can take them over (the run's server is stopped by then; one still
+    alive after this finishes the work itself). A finalized run's judging is not waited
+    for: its own process holds it, and judging waits for it (``Host.finish``)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         owners = {s.owner for s in store.list_submissions(run_id) if s.state in PENDING}
@@ -480,6 +498,19 @@ def judge_run(opts: AgentOptions, run_id: str) -> AgentOutcome:
 # ---------------------------------------------------------------- entry point
 
 
+def _find(provider: Provider, env: dict[str, str]) -> str:
+    """The CLI on the agent's PATH; AgentError (nothing created) when it is missing."""
+    if provider.name == "scripted":
+        return provider.executable
+    found = shutil.which(provider.executable, path=env.get("PATH"))
+    if found is None:
+        raise AgentError(
+            f"{provider.executable} is not on PATH; install it ({provider.package}) "
+            "or put its directory on PATH"
+        )
+    return found
+
+
 def run_agent(opts: AgentOptions) -> AgentOutcome:
     """Launch ``opts.agent`` on a new run of ``opts.task``, stop it, judge the run.
 
@@ -495,18 +526,38 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
     problem = provider.preflight(env)
     if problem:
         raise AgentError(problem)
+    executable = _find(provider, env)
+    try:
+        check_mode(opts.confine)
+    except ConfineError as exc:
+        raise AgentError(str(exc)) from None
     data_dir = opts.data_dir.expanduser().resolve()
+    run_id = opts.run or _run_name(opts.task, opts.agent)
+    server = RunServer(
+        data_dir,
+        tasks_dirs=opts.tasks_dirs,
+        task=opts.task,
+        run=run_id,
+        isolation=opts.isolation,
+        workers=opts.workers,
+    )
     with signals_interrupt():
         store: Store | None = None
+        jail: Jail | None = None
         try:
             # A stop that comes while the run is made is taken once it exists, here, so
             # that the run always records why its agent ended (here: before it started).
             with blocked_signals():
-                task, inv = _prepare(opts, provider, env, data_dir)
+                task, inv = _prepare(opts, provider, env, data_dir, run_id, server.bind())
+                server.program_root = task.workspace  # program_dir: the agent's workspace only
+                hidden = hidden_paths(data_dir, opts.tasks_dirs)
+                reach = Reach(task.workspace, executable, provider.config_paths(env), hidden)
+                jail = jail_for(opts.confine, reach, env)
                 store = Store(data_dir)
             log_dir = store.run_dir(task.run_id) / "agent"
             log_dir.mkdir(parents=True, exist_ok=True)
-            ended = _launch(opts, task, inv, {**env, **inv.env}, store, log_dir)
+            run_env = {**env, **inv.env, **jail.env}
+            ended = _launch(opts, task, inv, run_env, store, log_dir, jail, server)
         except KeyboardInterrupt:
             if store is None:
                 raise
@@ -514,6 +565,9 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
             if not any(e.kind == "agent_ended" for e in store.events(task.run_id)):
                 store.add_event(task.run_id, "agent_ended", {"agent": opts.agent, **ended.__dict__})
         finally:
+            server.stop()
+            if jail is not None:
+                jail.close()
             if store is not None:
                 store.close()
         outcome = AgentOutcome(
@@ -524,6 +578,7 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
             exit_code=ended.exit_code,
             seconds=ended.seconds,
             message=ended.message,
+            confinement=jail.record if jail is not None else {},
         )
         if ended.reason != "interrupted":
             try:

@@ -139,7 +139,12 @@ def blocked_signals() -> Iterator[None]:
 
 
 def run_bounded(
-    argv: Sequence[str], *, cwd: Path | None, env: dict[str, str], timeout: float
+    argv: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: dict[str, str],
+    timeout: float,
+    pass_fds: Sequence[int] = (),
 ) -> tuple[int, str]:
     """Run a short command in a session of its own; return its exit code and output.
     At ``timeout`` the whole session is killed (a health check may start servers)."""
@@ -151,6 +156,7 @@ def run_bounded(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     try:
         out, _ = proc.communicate(timeout=timeout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from evopolicy_mcp.agents.config import render
 
@@ -20,6 +21,7 @@ __all__ = ["PROVIDER", "Scripted"]
 class Scripted:
     name = "scripted"
     executable = sys.executable
+    package = "this package"
     env_allow: tuple[str, ...] = ()
 
     def invocation(self, task: AgentTask, env: Mapping[str, str]) -> Invocation:
@@ -38,6 +40,9 @@ class Scripted:
             task.prompt,
         )
         return Invocation(argv, {config: render("claude", task.server)})
+
+    def config_paths(self, env: Mapping[str, str]) -> tuple[Path, ...]:
+        return ()
 
     def preflight(self, env: Mapping[str, str]) -> str | None:
         return None

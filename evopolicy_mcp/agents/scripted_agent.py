@@ -8,7 +8,8 @@ closed, its own process group)::
         [--server-log FILE] [PROMPT ...]
 
 FILE is a Claude-Code-shaped config (``{"mcpServers": {NAME: {"type": "stdio",
-"command", "args", "env", "timeout"}}}``, see :func:`..agent_config.render`).
+"command", "args", "env", "timeout"}}}``, or ``"type": "http"`` with ``"url"``
+and an ``Authorization`` header, see :func:`.config.render`).
 The task id comes from ``--task``, else from the prompt's "Evolve a policy for
 the task `ID`.", else from a server that lists exactly one task.
 
@@ -45,9 +46,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 
+from .client import transport
+from .config import Launch, Remote
 from .policy_family import Family, Params, family_for
 
 __all__ = ["AgentError", "Family", "family_for", "main", "task_from_prompt"]
@@ -388,8 +390,9 @@ class Agent:
 # ------------------------------------------------------------ start-up
 
 
-def load_server(path: Path, name: str, workspace: Path) -> tuple[StdioServerParameters, float]:
-    """The server entry ``name`` of a Claude-Code-shaped MCP config, and its timeout (s)."""
+def load_server(path: Path, name: str) -> tuple[Launch | Remote, float]:
+    """The server entry ``name`` of a Claude-Code-shaped MCP config (a stdio command, or
+    an HTTP URL with an ``Authorization`` header), and its timeout (s)."""
     try:
         config = json.loads(path.read_text())
         entry = config["mcpServers"][name]
@@ -397,20 +400,18 @@ def load_server(path: Path, name: str, workspace: Path) -> tuple[StdioServerPara
         raise AgentError(f"cannot read --mcp-config {path}: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError):
         raise AgentError(f"--mcp-config {path} has no mcpServers.{name} entry") from None
-    if not isinstance(entry, dict) or entry.get("type", "stdio") != "stdio":
-        raise AgentError(f"mcpServers.{name} in {path}: only stdio servers are supported")
+    if not isinstance(entry, dict) or entry.get("type", "stdio") not in ("stdio", "http"):
+        raise AgentError(f"mcpServers.{name} in {path}: only stdio and http servers are supported")
+    timeout = float(entry.get("timeout") or 600_000) / 1000
+    if entry.get("type") == "http":
+        auth = str((entry.get("headers") or {}).get("Authorization", ""))
+        if not isinstance(entry.get("url"), str):
+            raise AgentError(f"mcpServers.{name} in {path} has no url")
+        return Remote(entry["url"], auth.removeprefix("Bearer ")), timeout
     if not isinstance(entry.get("command"), str):
         raise AgentError(f"mcpServers.{name} in {path} has no command")
     env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
-    params = StdioServerParameters(
-        command=entry["command"],
-        args=[str(a) for a in entry.get("args") or []],
-        # The launcher already gave this process a minimal environment; pass it on.
-        env={**os.environ, **env},
-        cwd=str(workspace),
-    )
-    timeout = float(entry.get("timeout") or 600_000) / 1000
-    return params, timeout
+    return Launch(entry["command"], tuple(str(a) for a in entry.get("args") or []), env), timeout
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -457,11 +458,11 @@ def _leaf(exc: BaseException) -> BaseException:
 
 async def _main(args: argparse.Namespace) -> dict[str, Any]:
     workspace = Path.cwd()
-    params, timeout = load_server(args.mcp_config, args.server, workspace)
+    server, timeout = load_server(args.mcp_config, args.server)
     with open(args.server_log, "a") as errlog:
-        async with Client(
-            stdio_client(params, errlog=errlog), read_timeout_seconds=timeout
-        ) as client:
+        # The launcher already gave this process a minimal environment; pass it on.
+        connection = transport(server, dict(os.environ), errlog)
+        async with Client(connection, read_timeout_seconds=timeout) as client:
             agent = Agent(client, args, workspace)
             try:
                 return await agent.play()

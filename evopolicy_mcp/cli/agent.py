@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from evopolicy_mcp.agents.confine import confinement_line
 from evopolicy_mcp.agents.launch import (
     PROVIDERS,
     REASONS,
@@ -73,6 +74,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--seed", type=int, default=None, help="seed the run's hidden episodes")
     run.add_argument("--workers", type=positive_int, default=None)
     run.add_argument("--isolation", choices=("default", "strict"), default="default")
+    _confine_arguments(run)
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     _tracing(run)
     _common(run)
@@ -82,6 +84,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "check", help="is the CLI installed, its version, can it reach the server"
     )
     check.add_argument("--agent", required=True, choices=names)
+    _confine_arguments(check)
     check.add_argument("--json", action="store_true")
     _common(check, data=False)
 
@@ -138,6 +141,24 @@ def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
     _common(sweep)
 
 
+def _confine_arguments(p: argparse.ArgumentParser) -> None:
+    how = p.add_mutually_exclusive_group()
+    how.add_argument(
+        "--confine",
+        choices=("default", "strict"),
+        default="default",
+        help="the agent CLI's sandbox: every layer this machine gives (default), or strict: "
+        "refuse to start when one is missing (see `evopolicy-mcp doctor`)",
+    )
+    how.add_argument(
+        "--no-confine",
+        dest="confine",
+        action="store_const",
+        const="off",
+        help="run the agent CLI unconfined; the run's record and report say so",
+    )
+
+
 def _common(p: argparse.ArgumentParser, *, data: bool = True) -> None:
     if data:
         p.add_argument("--data-dir", type=Path, help="records directory (default: per user)")
@@ -149,6 +170,7 @@ def _print_outcome(o: AgentOutcome) -> None:
     if o.message:
         print(f"  {o.message}")
     print(f"  workspace: {o.workspace}")
+    print(f"  agent: {confinement_line(o.confinement)}")
     if o.candidates:
         note = " (fallback: the agent did not finalize)" if o.fallback else ""
         print(f"  candidates: {', '.join(o.candidates)}{note}")
@@ -233,9 +255,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if args.agent_command == "sweep":
         return cmd_sweep(args)
     if args.agent_command == "check":
-        from .check import check_agent
+        from evopolicy_mcp.agents.check import check_agent
 
-        report = check_agent(PROVIDERS[args.agent], tasks_dirs=tuple(args.tasks_dir))
+        report = check_agent(
+            PROVIDERS[args.agent], tasks_dirs=tuple(args.tasks_dir), confine=args.confine
+        )
         if args.json:
             print(json.dumps({**report.__dict__, "ok": report.ok}, indent=2))
         else:
@@ -246,6 +270,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
                 print(f"  {report.detail}")
             if report.warning:
                 print(f"  warning: {report.warning}")
+            print(f"  confinement: {confinement_line(report.confinement)}")
+            for name, detail in report.confinement.get("layers", {}).items():
+                print(f"{'ok':>7}  {name:<11} {detail}")
+            for name, detail in report.confinement.get("missing", {}).items():
+                print(f"{'MISSING':>7}  {name:<11} {detail}")
         return 0 if report.ok else 1
     opts = AgentOptions(
         agent=args.agent,
@@ -264,6 +293,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         workers=args.workers,
         trace_all=args.trace_all,
         trace_steps=args.trace_steps,
+        confine=args.confine,
     )
     try:
         outcome = run_agent(opts)

@@ -434,6 +434,13 @@ def _add_host_commands(
             "run the MCP server (stdio by default)",
         ),
         (
+            "connect",
+            "cli.connect",
+            "cmd_connect",
+            "add_connect_arguments",
+            "a stdio MCP server forwarding to a running one (token: $EVOPOLICY_TOKEN)",
+        ),
+        (
             "demo",
             "cli.demo",
             "cmd_demo",

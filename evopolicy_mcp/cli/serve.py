@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +64,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     parser.add_argument(
+        "--fd",
+        type=int,
+        default=None,
+        help="HTTP: serve on this inherited listening socket instead of --host/--port "
+        "(how `agent run` starts a run's server)",
+    )
+    parser.add_argument(
         "--token",
         action="append",
         default=None,
@@ -71,6 +79,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "are then its own",
     )
     add_run_arguments(parser)
+
+
+def socket_address(fd: int) -> tuple[str, int]:
+    """The address a listening TCP socket, open as ``fd``, is bound to."""
+    with socket.socket(fileno=os.dup(fd)) as sock:
+        host, port = sock.getsockname()[:2]
+    return str(host), int(port)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -135,6 +150,15 @@ def serve(args: argparse.Namespace) -> int:
     if root is not None and not root.expanduser().is_dir():
         print(f"evopolicy-mcp serve: error: program root {root} is not a folder", file=sys.stderr)
         return 1
+    if args.fd is not None:
+        if args.transport != "http":
+            print("evopolicy-mcp serve: --fd needs --transport http", file=sys.stderr)
+            return 2
+        try:
+            args.host, args.port = socket_address(args.fd)
+        except OSError as exc:
+            print(f"evopolicy-mcp serve: --fd {args.fd}: {exc.strerror}", file=sys.stderr)
+            return 2
     factory = _host_factory(args)
     try:
         if args.transport == "stdio":
@@ -151,7 +175,8 @@ def serve(args: argparse.Namespace) -> int:
             where = f"http://{args.host}:{args.port}/mcp"
             auth = "needs 'Authorization: Bearer <token>'" if tokens else "loopback only, no token"
             print(f"evopolicy-mcp: serving MCP at {where} ({auth})", file=sys.stderr, flush=True)
-            return 0 if serve_http(build_server(host), args.host, args.port, tokens) else 1
+            served = serve_http(build_server(host), args.host, args.port, tokens, fd=args.fd)
+            return 0 if served else 1
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a start-up failure (bad data dir, bad task file) is one line

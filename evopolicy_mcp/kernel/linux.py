@@ -42,6 +42,7 @@ from typing import Any
 __all__ = [
     "Filter",
     "add_rule",
+    "bind_mount",
     "create_ruleset",
     "denied_calls",
     "drop_capabilities",
@@ -50,6 +51,8 @@ __all__ = [
     "freeze_access_times",
     "install_filter",
     "landlock_abi",
+    "make_mounts_private",
+    "mount_proc",
     "mount_tmpfs",
     "path_rule",
     "restrict_self",
@@ -57,6 +60,7 @@ __all__ = [
     "self_only_calls",
     "set_no_new_privs",
     "unmount",
+    "unshare_namespaces",
 ]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -136,15 +140,16 @@ def restrict_self(ruleset: int) -> None:
 # -- namespaces, mounts and capabilities ---------------------------------------
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
-CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 2, 4, 8, 32, 1 << 14, 1 << 18
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE = 1 << 14, 1 << 18
 MNT_DETACH = 2
 # source, target, type, flags (an unsigned long), options
 _libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 
 
-def _unshare(flags: int) -> bool:
+def unshare_namespaces(flags: int) -> bool:
     """Unshare ``flags`` in the calling single-threaded process; True if that took a new
     user namespace (one mapping the caller's own uid and gid), as it does without root."""
     if _libc.unshare(flags) == 0:
@@ -167,7 +172,7 @@ def enter_empty_namespaces() -> str:
     As root they are created directly; otherwise inside a new user namespace
     that maps the caller's own uid and gid.
     """
-    user = _unshare(CLONE_NEWNET | CLONE_NEWIPC)
+    user = unshare_namespaces(CLONE_NEWNET | CLONE_NEWIPC)
     return f"new {'user, ' if user else ''}network and IPC namespace"
 
 
@@ -178,12 +183,12 @@ def enter_private_mounts() -> str:
     propagates to the machine's mount table, and the namespace with all its
     mounts goes away when its last process ends.
     """
-    user = _unshare(CLONE_NEWNS)
-    _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount(MS_PRIVATE)")
+    user = unshare_namespaces(CLONE_NEWNS)
+    make_mounts_private()
     return f"private {'user and ' if user else ''}mount namespace"
 
 
-MS_RDONLY, MS_NOATIME, MS_BIND = 1, 1024, 4096
+MS_RDONLY, MS_NOATIME = 1, 1024
 _KEPT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
 
 
@@ -207,13 +212,40 @@ def freeze_access_times() -> int:
     return done
 
 
-def mount_tmpfs(path: str, size: int, inodes: int, *, remount: bool = False) -> None:
+def make_mounts_private() -> None:
+    """Stop mount events propagating between this mount namespace and the machine's."""
+    _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount(MS_PRIVATE)")
+
+
+def mount_tmpfs(
+    path: str,
+    size: int,
+    inodes: int,
+    *,
+    remount: bool = False,
+    mode: int = 0o700,
+    executables: bool = False,
+) -> None:
     """A tmpfs of at most ``size`` bytes and ``inodes`` files and directories on ``path``
-    (mode 0700, no set-uid, devices or executables); ``remount`` changes the two limits."""
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (MS_REMOUNT if remount else 0)
-    options = f"size={size},nr_inodes={inodes}" + ("" if remount else ",mode=700")
+    (no set-uid or devices; no executables unless asked); ``remount`` changes the two limits."""
+    flags = MS_NOSUID | MS_NODEV | (0 if executables else MS_NOEXEC)
+    flags |= MS_REMOUNT if remount else 0
+    options = f"size={size},nr_inodes={inodes}" + ("" if remount else f",mode={mode:o}")
     where = os.fsencode(path)
     _check(_libc.mount(b"tmpfs", where, b"tmpfs", flags, options.encode()), f"mount {path}")
+
+
+def bind_mount(fd: int, target: str) -> None:
+    """Show the directory or file open as ``fd`` (O_PATH will do) at ``target`` as well."""
+    source = f"/proc/self/fd/{fd}".encode()
+    flags = MS_BIND | MS_REC
+    _check(_libc.mount(source, os.fsencode(target), None, flags, None), f"bind {target}")
+
+
+def mount_proc(path: str = "/proc") -> None:
+    """A procfs of the caller's PID namespace on ``path``."""
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    _check(_libc.mount(b"proc", os.fsencode(path), b"proc", flags, None), f"mount {path}")
 
 
 def unmount(path: str) -> None:

@@ -107,15 +107,18 @@ async def _unauthorized(send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def serve_http(mcp: Any, host: str, port: int, token: str | Sequence[str] | None) -> bool:
+def serve_http(
+    mcp: Any, host: str, port: int, token: str | Sequence[str] | None, *, fd: int | None = None
+) -> bool:
     """Serve ``mcp`` (an MCPServer) over streamable HTTP at ``http://host:port/mcp`` until
-    interrupted. False when the server could not start (say, the port is taken)."""
+    interrupted; on the listening socket ``fd`` instead, where one is given. False when
+    the server could not start (say, the port is taken)."""
     import uvicorn
 
     app = mcp.streamable_http_app(host=host)
     asgi = BearerTokenGate(app, token) if token else app
     # log_config=None keeps uvicorn on our stderr logging (its default sends access logs to stdout).
-    config = uvicorn.Config(asgi, host=host, port=port, log_config=None, access_log=False)
+    config = uvicorn.Config(asgi, host=host, port=port, fd=fd, log_config=None, access_log=False)
     server = uvicorn.Server(config)
     server.run()
     return bool(server.started)

@@ -4,84 +4,33 @@ and `agent check`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from evopolicy_mcp.agents import confine
 from evopolicy_mcp.agents.check import check_agent, parse_health
 from evopolicy_mcp.agents.launch import (
     PROVIDERS,
     AgentError,
-    AgentOptions,
     run_agent,
 )
 from evopolicy_mcp.cli.operator import format_report
 from evopolicy_mcp.evaluation import seeds
 from evopolicy_mcp.host.authority import Host
-from evopolicy_mcp.store.database import Store
+from evopolicy_mcp.store.database import DB_NAME, Store
+from tests.support.agents import SECRET, events, fake_cli, options
 from tests.support.host import SEED
 
 # ------------------------------------------------------------------ real launches
-
-SECRET = "operator-secret-7f3a91"
-
-
-def fake_cli(bin_dir: Path, name: str, body: str) -> Path:
-    """An executable ``name`` on a PATH directory: Python, run by this interpreter."""
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(body))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
-
-
-@pytest.fixture
-def agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """A PATH with a fake-CLI directory first, a secret in the operator's environment."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("EVOPOLICY_TEST_SECRET", SECRET)
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-for-claude")
-    monkeypatch.setenv("IS_SANDBOX", "1")
-    return bin_dir
-
-
-def options(tmp_path: Path, tasks_dir: Path, **kw: object) -> AgentOptions:
-    base: dict[str, object] = {
-        "agent": "claude",
-        "task": "mini",
-        "data_dir": tmp_path / "data",
-        "tasks_dirs": (tasks_dir,),
-        "workspace": tmp_path / "ws",
-        "run": "r1",
-        "seed": SEED,
-        "timeout": 60.0,
-        "grace": 0.5,
-        "kill_after": 0.5,
-        "judge_timeout": 120.0,
-    }
-    base.update(kw)
-    return AgentOptions(**base)  # type: ignore[arg-type]
-
-
-def events(data_dir: Path, run_id: str) -> dict[str, dict[str, object]]:
-    store = Store(data_dir, create=False)
-    try:
-        return {e.kind: e.detail for e in store.events(run_id)}
-    finally:
-        store.close()
-
 
 ENV_DUMP = """
 import json, os, sys
@@ -89,7 +38,7 @@ info = {
     "env": dict(os.environ),
     "argv": sys.argv[1:],
     "stdin": sys.stdin.read(),
-    "group_leader": os.getpgid(0) == os.getpid(),
+    "pid": os.getpid(),
     "cwd": os.getcwd(),
 }
 with open("seen.json", "w") as f:
@@ -108,7 +57,9 @@ def test_agent_sees_only_the_allowlist(agent_env: Path, tmp_path: Path, tasks_di
     assert "EVOPOLICY_TEST_SECRET" not in seen["env"]
     assert "OPENAI_API_KEY" not in seen["env"]
     assert SECRET not in json.dumps(seen)
-    assert seen["stdin"] == "" and seen["group_leader"] and seen["cwd"] == str(ws)
+    assert seen["stdin"] == "" and seen["cwd"] == str(ws)
+    if confine.probe()["pids"].available:  # the first process of its own PID namespace
+        assert seen["pid"] == 2, "PID 1 is the namespace's init"
     assert seen["argv"][-1] == (ws / "TASK.md").read_text()
     # It never reached its run: that is a failed start, with the CLI's own last word.
     assert outcome.reason == "failed_to_start"
@@ -147,35 +98,55 @@ def test_workspace_holds_program_task_and_config_only(
     assert run is not None
     texts = "".join(p.read_text() for p in ws.rglob("*") if p.is_file())
     assert run.secret.hex() not in texts
+    assert str(tmp_path / "data") not in texts and str(tasks_dir) not in texts
     config = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["evopolicy"]
-    assert config["args"][-6:] == ["--task", "mini", "--run", "r1", "--program-root",
-                                   str(ws.resolve())]  # fmt: skip
+    assert config["type"] == "http" and config["url"].startswith("http://127.0.0.1:")
+    assert config["headers"]["Authorization"].startswith("Bearer ")
+    assert (ws / ".mcp.json").stat().st_mode & 0o077 == 0  # the token: the owner's only
 
 
 IGNORES_SIGTERM = """
 import os, signal, subprocess, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-# Its child leaves the CLI's process group, as Codex does with its MCP servers.
-child = subprocess.Popen([sys.executable, "-c",
-    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"],
-    process_group=0)
-with open("pids", "w") as f:
-    f.write(f"{os.getpid()} {child.pid}")
+stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
+# Its child leaves the CLI's process group, as Codex does with its MCP servers; another
+# leaves its session. Each names the workspace on its command line, for the test to find.
+subprocess.Popen([sys.executable, "-c", stubborn, os.getcwd()], process_group=0)
+subprocess.Popen([sys.executable, "-c", stubborn, os.getcwd()], start_new_session=True)
+with open("started", "w") as f:
+    f.write("yes")
 print('{"type": "system", "subtype": "init"}', flush=True)
 time.sleep(300)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for this purpose (its parent, the fake CLI, is gone too).
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
+def _naming(text: str) -> list[int]:
+    """Live processes (zombies are dead for this purpose) whose command line holds
+    ``text``: the fake CLI, its children, whatever they left behind."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes()
+            state = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text.encode() in argv and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _survivors(ws: Path) -> list[int]:
+    """What is left of the CLI's processes. Without a PID namespace for the agent, the
+    child that left the session is beyond the launcher's reach: it is killed here."""
+    left = _naming(str(ws))
+    if not confine.probe()["pids"].available:
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        return []
+    return left
 
 
 def test_timeout_kills_a_cli_that_ignores_sigterm(
@@ -187,8 +158,8 @@ def test_timeout_kills_a_cli_that_ignores_sigterm(
     elapsed = time.monotonic() - start
     assert outcome.reason == "timed_out"
     assert elapsed < 30
-    pids = [int(p) for p in (tmp_path / "ws" / "pids").read_text().split()]
-    assert not any(_alive(p) for p in pids), "the CLI or its child outlived the stop"
+    assert (tmp_path / "ws" / "started").exists()
+    assert not _survivors(tmp_path / "ws"), "the CLI or its children outlived the stop"
     ended = events(tmp_path / "data", "r1")["agent_ended"]
     assert ended["reason"] == "timed_out" and ended["exit_code"] == -9
     assert (tmp_path / "data" / "runs" / "r1" / "agent" / "stdout.jsonl").read_text()
@@ -208,18 +179,18 @@ def test_sigterm_to_the_launcher_stops_the_cli_and_records_it(
     )
     try:
         end = time.monotonic() + 60
-        while not (ws / "pids").exists() and time.monotonic() < end:
+        while not (ws / "started").exists() and time.monotonic() < end:
             time.sleep(0.1)
-        assert (ws / "pids").exists(), "the fake CLI never started"
+        assert (ws / "started").exists(), "the fake CLI never started"
         time.sleep(0.2)
+        assert len(_naming(str(ws))) >= 3  # the CLI and both children: the check can fail
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(timeout=60) == 130
     finally:
         if launcher.poll() is None:
             launcher.kill()
             launcher.wait()
-    pids = [int(p) for p in (ws / "pids").read_text().split()]
-    assert not any(_alive(p) for p in pids), "the CLI or its child outlived the launcher"
+    assert not _survivors(ws), "the CLI or its children outlived the launcher"
     assert events(data, "r1")["agent_ended"]["reason"] == "interrupted"
 
 
@@ -237,27 +208,28 @@ def test_a_workspace_that_cannot_be_made_creates_no_run(
         store.close()
 
 
-def test_a_missing_cli_fails_to_start(
+def test_a_missing_cli_creates_no_run_and_no_workspace(
     agent_env: Path, tmp_path: Path, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(agent_env))  # an empty directory: no qodercli anywhere
-    outcome = run_agent(options(tmp_path, tasks_dir, agent="qoder"))
-    assert outcome.reason == "failed_to_start"
-    assert "cannot run qodercli" in outcome.message
+    with pytest.raises(AgentError, match="qodercli is not on PATH; install it .*npm install"):
+        run_agent(options(tmp_path, tasks_dir, agent="qoder"))
+    assert not (tmp_path / "ws").exists()
+    assert not (tmp_path / "data" / DB_NAME).exists()
 
 
 # A CLI that reaches its run through the MCP config, like a real agent would.
 SUBMITS_THEN_EXITS = """
 import json, os, anyio
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from evopolicy_mcp.agents.client import http_transport
+from evopolicy_mcp.agents.config import Remote
 
 entry = json.load(open(".mcp.json"))["mcpServers"]["evopolicy"]
+remote = Remote(entry["url"], entry["headers"]["Authorization"].removeprefix("Bearer "))
 
 async def main():
-    params = StdioServerParameters(command=entry["command"], args=entry["args"],
-                                   env={**os.environ, **entry["env"]})
-    async with Client(params) as c:
+    async with Client(http_transport(remote)) as c:
         run = (await c.call_tool("start_run", {"task_id": "mini"})).structured_content
         for eps in ("0:2", "2:4"):
             await c.call_tool("submit_policy", {"run_id": run["run_id"], "episodes": eps,
@@ -316,6 +288,7 @@ def test_bad_requests_create_nothing(agent_env: Path, tmp_path: Path, tasks_dir:
         run_agent(options(tmp_path, tasks_dir))
     with pytest.raises(AgentError, match="unknown task"):
         run_agent(options(tmp_path, tasks_dir, task="nope", workspace=tmp_path / "w2"))
+    fake_cli(agent_env, "kimi", "pass\n")
     with pytest.raises(AgentError, match="effort"):
         run_agent(
             options(tmp_path, tasks_dir, agent="kimi", effort="high", workspace=tmp_path / "w3")

@@ -1,0 +1,362 @@
+"""The agent CLI's sandbox, applied by the process that then becomes the CLI.
+
+    python -m evopolicy_mcp.agents.jail --spec-fd N -- ARGV...
+    python -m evopolicy_mcp.agents.jail --probe
+
+The launcher (:mod:`.confine`) decides what the agent may reach and writes it
+as a :class:`JailSpec` to a pipe; this module only applies it, layer by layer,
+and fails (exit code :data:`EXIT_JAIL`, one line on stderr) rather than start
+the CLI with less than it was asked for. Layers:
+
+- ``pids``: a PID namespace whose first process is a small init (this module):
+  the agent sees and can name only its own processes, and they all end when the
+  CLI does, whatever they do to escape (``setsid``, double forks).
+- ``mounts``: a mount namespace: a private ``/tmp`` and ``/dev/shm``; the
+  records, other runs' workspaces and the tasks directories covered by empty
+  tmpfs (even their entries' names and sizes are gone); what the agent is
+  granted beneath a covered directory is shown again at its own path.
+- ``filesystem`` (Landlock): reads and executes only beneath ``read``, writes
+  only beneath ``write``; a process outside the sandbox cannot be traced and
+  its ``/proc/PID/environ``, ``maps`` and ``mem`` cannot be read.
+- ``signals`` (Landlock ABI 6 scopes): no signal to, and no abstract Unix
+  socket of, any process outside the sandbox.
+- ``privileges``: no capabilities (as root: uid 0 without any privilege), and
+  ``no_new_privs``: no set-uid program brings any back.
+
+Without root the namespaces are made inside a new user namespace that maps
+the caller's own uid, as the policy sandbox does. Imports: the standard
+library and :mod:`evopolicy_mcp.kernel.linux` only, so the jail starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from evopolicy_mcp.kernel import linux
+
+__all__ = ["EXIT_JAIL", "LAYERS", "JailSpec", "main"]
+
+LAYERS = ("filesystem", "signals", "privileges", "mounts", "pids")
+EXIT_JAIL = 125  # the sandbox could not be applied: the CLI never ran
+TMP_BYTES = 2 << 30  # the private /tmp and /dev/shm, each
+TMP_INODES = 1 << 20
+COVER_BYTES = 64 << 10  # the empty tmpfs over a hidden directory
+
+READ = linux.READ_FILE | linux.READ_DIR
+RUNTIME = READ | linux.EXECUTE
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class JailSpec:
+    """What the CLI may reach. Paths are absolute and exist; the launcher checks."""
+
+    layers: tuple[str, ...]
+    read: tuple[str, ...] = ()  # read and execute beneath
+    write: tuple[str, ...] = ()  # everything beneath (files: read, write, execute)
+    proc: tuple[str, ...] = ()  # read only, no execute (/proc)
+    hide: tuple[str, ...] = ()  # covered by an empty tmpfs (``mounts``)
+    private: tuple[str, ...] = field(default=("/tmp", "/dev/shm"))  # fresh tmpfs (``mounts``)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> JailSpec:
+        data = json.loads(text)
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+class JailError(Exception):
+    """A layer could not be applied."""
+
+
+def _beneath(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+# ---------------------------------------------------------------- mounts
+
+
+def _expose(fd: int, path: str) -> None:
+    """Show what ``fd`` holds at ``path`` again, inside a tmpfs that covered it."""
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    linux.bind_mount(fd, path)
+
+
+def _set_up_mounts(spec: JailSpec) -> None:
+    """Private tmpfs on ``private``, empty ones on ``hide``; the granted paths beneath
+    either shown again at their own paths. Outer covers first."""
+    covers = [(p, True) for p in spec.private] + [(p, False) for p in spec.hide]
+    granted = {*spec.read, *spec.write} - {c for c, _ in covers}
+    kept = [p for p in granted if not any(q != p and _beneath(p, q) for q in granted)]
+    handles: dict[str, int] = {}
+    for path in kept:  # before anything is covered
+        if any(_beneath(path, c) and path != c for c, _ in covers):
+            handles[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        for cover, private in sorted(covers, key=lambda c: c[0].count("/")):
+            if not os.path.isdir(cover):  # gone under an outer cover, or never there
+                continue
+            if private:
+                linux.mount_tmpfs(cover, TMP_BYTES, TMP_INODES, mode=0o1777, executables=True)
+            else:
+                linux.mount_tmpfs(cover, COVER_BYTES, 64, mode=0o755)
+            for path, fd in handles.items():
+                if _beneath(path, cover) and path != cover:
+                    _expose(fd, path)
+    finally:
+        for fd in handles.values():
+            os.close(fd)
+
+
+# ---------------------------------------------------------------- Landlock
+
+
+def _landlock(spec: JailSpec, signals: bool) -> None:
+    abi = linux.landlock_abi()
+    handled = linux.FS_BY_ABI.get(abi, linux.FS_ALL)
+    scoped = linux.SCOPES if signals else 0
+    ruleset = linux.create_ruleset(linux.ruleset_attr(handled, 0, scoped))
+    try:
+        for paths, access in ((spec.read, RUNTIME), (spec.write, handled), (spec.proc, READ)):
+            for path in paths:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except FileNotFoundError:
+                    continue  # gone since the launcher looked
+                try:
+                    is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+                    rights = access & handled & (~0 if is_dir else linux.FILE_RIGHTS)
+                    linux.add_rule(ruleset, linux.path_rule(rights, fd), f"Landlock rule {path}")
+                finally:
+                    os.close(fd)
+        linux.restrict_self(ruleset)
+    finally:
+        os.close(ruleset)
+
+
+# ---------------------------------------------------------------- init
+
+
+def _init(argv: Sequence[str]) -> int:
+    """PID 1 of the agent's namespace: start the CLI, reap orphans, end with the CLI.
+
+    Signals from outside reach PID 1 only when it handles them, and it does not:
+    the launcher signals the CLI's whole session, the CLI included. When this
+    process ends, the kernel kills everything left in the namespace."""
+    child = os.fork()
+    if child == 0:
+        _exec(argv)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)  # unhandled: ignored by PID 1
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return 0
+        if pid == child:
+            code = os.waitstatus_to_exitcode(status)
+            return 128 - code if code < 0 else code  # a signal N as 128 + N, as shells do
+
+
+def _exec(argv: Sequence[str]) -> None:
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(s, signal.SIG_DFL)
+    try:
+        os.execvp(argv[0], list(argv))
+    except OSError as exc:
+        print(f"cannot run {argv[0]}: {exc.strerror}", file=sys.stderr, flush=True)
+        os._exit(127)
+
+
+def _prctl(option: int, arg: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl({option}): {os.strerror(err)}")
+
+
+# ---------------------------------------------------------------- entry
+
+
+def _confine(spec: JailSpec) -> bool:
+    """Apply every layer of ``spec`` to this process; True if it is now PID 1 of a new
+    namespace (the caller then runs :func:`_init`). The process that stays outside
+    waits for that one and never returns."""
+    layers = set(spec.layers)
+    unknown = layers - set(LAYERS)
+    if unknown:
+        raise JailError(f"unknown layers {sorted(unknown)}")
+    init = False
+    if layers & {"mounts", "pids"}:
+        flags = linux.CLONE_NEWNS | (linux.CLONE_NEWPID if "pids" in layers else 0)
+        linux.unshare_namespaces(flags)
+        linux.make_mounts_private()
+        if "pids" in layers:
+            _split()
+            init = True
+            linux.mount_proc()
+        if "mounts" in layers:
+            cwd = os.getcwd()
+            _set_up_mounts(spec)
+            os.chdir(cwd)  # the same path, now resolved in the new view
+    linux.set_no_new_privs()
+    if "filesystem" in layers:
+        _landlock(spec, "signals" in layers)
+    elif "signals" in layers:
+        raise JailError("the signals layer needs the filesystem layer (Landlock)")
+    if "privileges" in layers:
+        linux.drop_capabilities()
+    return init
+
+
+def _split() -> None:
+    """Fork into the new PID namespace. The parent stays outside, waits for the child
+    and exits with its status; the child (PID 1 there) returns. The launcher's stop
+    signals pass the parent by: the CLI gets them itself, and SIGKILL of the parent
+    takes the namespace with it (the child's parent-death signal)."""
+    child = os.fork()
+    if child == 0:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() == 1:  # the parent is already gone
+            os._exit(EXIT_JAIL)
+        return
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if 128 < code <= 128 + 64:  # the CLI died of a signal: so does this process
+        with contextlib.suppress(ValueError, OSError):  # SIGKILL has no handler to reset
+            signal.signal(code - 128, signal.SIG_DFL)
+        os.kill(os.getpid(), code - 128)
+    os._exit(code % 256)
+
+
+def run(spec: JailSpec, argv: Sequence[str]) -> int:
+    try:
+        init = _confine(spec)
+    except (OSError, JailError) as exc:
+        print(f"evopolicy-mcp jail: cannot confine the agent: {exc}", file=sys.stderr, flush=True)
+        return EXIT_JAIL
+    if init:
+        return _init(argv)
+    _exec(argv)
+    return 127  # not reached
+
+
+# ---------------------------------------------------------------- probing
+
+
+def _in_child(attempt: Callable[[], str]) -> tuple[bool, str]:
+    """Run ``attempt`` in a forked child (namespaces and Landlock are for good)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(r)
+        try:
+            result = [True, attempt()]
+        except BaseException as exc:
+            result = [False, str(exc)]
+        os.write(w, json.dumps(result).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    try:
+        ok, text = json.loads(data)
+    except ValueError:
+        return False, "the probe died"
+    return bool(ok), str(text)
+
+
+def _try_mounts() -> str:
+    user = linux.unshare_namespaces(linux.CLONE_NEWNS)
+    linux.make_mounts_private()
+    linux.mount_tmpfs(tempfile.gettempdir(), 64 << 10, 8, mode=0o1777)
+    return "in a new user namespace" if user else "as root"
+
+
+def _try_pids() -> str:
+    user = linux.unshare_namespaces(linux.CLONE_NEWNS | linux.CLONE_NEWPID)
+    linux.make_mounts_private()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - PID 1 of the new namespace
+        try:
+            linux.mount_proc()
+            os._exit(0 if os.getpid() == 1 else 1)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OSError("cannot mount /proc in a new PID namespace")
+    return "in a new user namespace" if user else "as root"
+
+
+def _try_landlock() -> str:
+    abi = linux.landlock_abi()
+    linux.set_no_new_privs()
+    handled = linux.FS_BY_ABI.get(abi, linux.FS_ALL)
+    linux.restrict_self(linux.create_ruleset(linux.ruleset_attr(handled, 0, 0)))
+    return str(abi)
+
+
+def _try_privileges() -> str:
+    linux.set_no_new_privs()
+    linux.drop_capabilities()
+    return "ok"
+
+
+def probe() -> dict[str, tuple[bool, str]]:
+    """Which layers this machine can apply: layer -> (works, detail or why not)."""
+    found = {
+        "mounts": _in_child(_try_mounts),
+        "pids": _in_child(_try_pids),
+        "privileges": _in_child(_try_privileges),
+    }
+    ok, text = _in_child(_try_landlock)
+    found["filesystem"] = (ok, f"Landlock ABI {text}" if ok else text)
+    abi = int(text) if ok else 0
+    found["signals"] = (abi >= 6, f"Landlock ABI {abi}" if ok else text)
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evopolicy_mcp.agents.jail")
+    parser.add_argument("--spec-fd", type=int, help="read the JailSpec (JSON) from this fd")
+    parser.add_argument("--probe", action="store_true", help="print which layers work here")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.probe:
+        print(json.dumps(probe()))
+        return 0
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.spec_fd is None or not command:
+        parser.error("give --spec-fd N -- COMMAND...")
+    with os.fdopen(args.spec_fd, "r") as pipe:
+        text = pipe.read()
+    try:
+        spec = JailSpec.from_json(text)
+    except (ValueError, TypeError) as exc:
+        print(f"evopolicy-mcp jail: bad spec: {exc}", file=sys.stderr)
+        return EXIT_JAIL
+    return run(spec, command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
