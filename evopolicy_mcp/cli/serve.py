@@ -17,6 +17,7 @@ from evopolicy_mcp.cli.options import add_run_arguments
 from evopolicy_mcp.host.authority import Host
 from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.server.app import build_server
+from evopolicy_mcp.server.echoes import BoundedLines
 from evopolicy_mcp.server.stdio import run_stdio
 from evopolicy_mcp.store.database import default_data_dir
 
@@ -94,12 +95,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _log_to_stderr() -> None:
     # Before MCPServer configures logging, so ours wins; stdout is the stdio wire.
+    # Every line is bounded: a log line never repeats much of what a client sent.
     if not logging.getLogger().handlers:
-        logging.basicConfig(
-            stream=sys.stderr,
-            level=logging.INFO,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(BoundedLines("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
 
 
 def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:

@@ -44,6 +44,7 @@ from evopolicy_mcp.server.bridge import (
     host_call,
     resource_call,
 )
+from evopolicy_mcp.server.echoes import BoundedEchoes
 from evopolicy_mcp.server.results import (
     FILE_MIME,
     EvopolicyServer,
@@ -77,6 +78,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         instructions=guide.SERVER_INSTRUCTIONS,
         version=version("evopolicy-mcp"),
         lifespan=slot.lifespan,
+        middleware=[BoundedEchoes()],  # no error repeats much of what the agent sent
     )
 
     def tool(annotations: ToolAnnotations) -> Callable[[F], F]:
