@@ -24,6 +24,7 @@ from evopolicy_mcp.agents.config import TOKEN_VARIABLE, Remote
 __all__ = ["add_connect_arguments", "cmd_connect", "forward"]
 
 log = logging.getLogger(__name__)
+REPLY_GRACE = 60.0  # after stdin closes, how long replies still on their way are awaited
 
 
 def add_connect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,21 +33,46 @@ def add_connect_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def _pump(source: Any, sink: Any) -> None:
-    async with source:
-        async for item in source:
-            if isinstance(item, Exception):  # a message that did not parse: the sender's
-                log.warning("dropped a message that did not parse: %s", type(item).__name__)
-                continue
-            await sink.send(item)
+class _Relay:
+    """Both directions of the proxy; knows which requests still await their reply."""
+
+    def __init__(self) -> None:
+        self.pending: set[object] = set()
+        self.settled = anyio.Event()
+
+    async def up(self, source: Any, sink: Any) -> None:
+        """Client to server, until stdin closes."""
+        async with source:
+            async for item in source:
+                if isinstance(item, Exception):  # a line that did not parse: the client's
+                    log.warning("dropped a message that did not parse: %s", type(item).__name__)
+                    continue
+                if isinstance(getattr(item.message, "id", None), int | str) and hasattr(
+                    item.message, "method"
+                ):
+                    self.pending.add(item.message.id)
+                await sink.send(item)
+
+    async def down(self, source: Any, sink: Any) -> None:
+        """Server to client: replies, notifications, progress."""
+        async with source, sink:
+            async for item in source:
+                if isinstance(item, Exception):
+                    raise item
+                self.pending.discard(getattr(item.message, "id", None))
+                await sink.send(item)
+                if not self.pending:
+                    self.settled.set()
 
 
 async def forward(remote: Remote) -> None:
-    """Pass messages both ways until stdin closes or the server goes away."""
+    """Pass messages both ways until stdin closes (and the replies it awaits arrived,
+    within :data:`REPLY_GRACE` seconds) or the server goes away."""
     from mcp.server.stdio import stdio_server
 
     from evopolicy_mcp.agents.client import http_transport
 
+    relay = _Relay()
     async with (
         http_transport(remote) as (remote_in, remote_out),
         stdio_server() as (local_in, local_out),
@@ -54,11 +80,15 @@ async def forward(remote: Remote) -> None:
     ):
 
         async def upstream() -> None:
-            await _pump(local_in, remote_out)
-            tg.cancel_scope.cancel()  # the client closed stdin: done
+            await relay.up(local_in, remote_out)
+            if relay.pending:
+                relay.settled = anyio.Event()
+                with anyio.move_on_after(REPLY_GRACE):
+                    await relay.settled.wait()
+            tg.cancel_scope.cancel()
 
         tg.start_soon(upstream)
-        tg.start_soon(_pump, remote_in, local_out)
+        tg.start_soon(relay.down, remote_in, local_out)
 
 
 def cmd_connect(args: argparse.Namespace) -> int:

@@ -201,11 +201,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from evopolicy_mcp.agents import confine
     from evopolicy_mcp.evaluation.executor import ThreadExecutor
     from evopolicy_mcp.kernel import mailbox
     from evopolicy_mcp.kernel.sandbox import Isolation, probe
 
     found = probe()
+    print("policy processes (`--isolation strict` refuses without every layer):")
     print(found.text())
     pool = ThreadExecutor()
     place = pool.placement(0)
@@ -226,11 +228,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         f"   info  hand-over   {cpus} CPU{'s' if cpus != 1 else ''}, {pool.workers} episode"
         f"{'s' if pool.workers != 1 else ''} at once by default: {how}"
     )
+    print("agent CLIs under `agent run` (`--confine strict` refuses without every layer):")
+    print(confine.probe_text())
     missing = found.missing(Isolation())
+    agent_missing = [layer for layer in confine.probe().values() if not layer.available]
     if missing:
         print(
             f"{len(missing)} layer(s) missing: `--isolation strict` would refuse to run policies."
         )
+    if agent_missing:
+        print(
+            f"{len(agent_missing)} agent sandbox layer(s) missing: `agent run --confine strict` "
+            "would refuse to start an agent."
+        )
+    if missing or agent_missing:
         return 1
     print("every isolation layer is available.")
     return 0
@@ -361,7 +372,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the feedback as one JSON document")
     tasks_dir(p)
 
-    add("doctor", cmd_doctor, "show which sandbox layers policy processes get on this machine")
+    add(
+        "doctor",
+        cmd_doctor,
+        "show which sandbox layers policy processes and agent CLIs get on this machine",
+    )
 
     p = add("check-adapter", cmd_check_adapter, "run the adapter conformance checks")
     p.add_argument("name", help="adapter name (entry point in group evopolicy_mcp.environments)")

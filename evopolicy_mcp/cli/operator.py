@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from evopolicy_mcp.agents.confine import confinement_line
 from evopolicy_mcp.host.reports import build_report, build_rows
 from evopolicy_mcp.host.views import RunReport
 from evopolicy_mcp.store.database import DB_NAME, Store, StoreError, default_data_dir
@@ -60,6 +61,10 @@ def _open(args: argparse.Namespace, err: TextIO) -> Store | None:
         return None
 
 
+# How the agent was confined, in the runs table: a leaderboard leaves out "UNCONFINED".
+AGENT_COLUMN = {None: "-", "full": "confined", "partial": "partly", "none": "UNCONFINED"}
+
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
@@ -97,7 +102,7 @@ def cmd_runs(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(f"no runs in {data_dir}; `evopolicy-mcp serve` starts them", file=out)
         return 0
     header = ["run", "task", "state", "subs", "best public", "selected", "validation",
-              "assessment", "created"]  # fmt: skip
+              "assessment", "agent", "created"]  # fmt: skip
     body = [
         [
             r.run_id,
@@ -108,6 +113,7 @@ def cmd_runs(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             r.selected or "-",
             _num(r.validation_score),
             _num(r.assessment_score),
+            AGENT_COLUMN[r.confinement],
             _when(r.created),
         ]
         for r in rows
@@ -189,6 +195,8 @@ def format_report(r: RunReport) -> str:
             f"{_num(g.assessment)} (public-validation {_num(g.public_minus_validation)}, "
             f"validation-assessment {_num(g.validation_minus_assessment)})"
         )
+    if r.agent is not None:
+        lines.append(f"agent: {r.agent['agent']}, {confinement_line(r.agent['confinement'])}")
     if r.error:
         lines.append(f"last finalize error: {r.error}")
     repro = r.reproducibility

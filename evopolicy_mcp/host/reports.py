@@ -18,6 +18,7 @@ from evopolicy_mcp.adapters.protocol import ENTRY_POINT_GROUP
 from evopolicy_mcp.evaluation import seeds
 from evopolicy_mcp.host.public import budget_view, run_state
 from evopolicy_mcp.host.views import (
+    Confinement,
     EventView,
     RunReport,
     RunRow,
@@ -29,7 +30,14 @@ from evopolicy_mcp.store.database import Store
 from evopolicy_mcp.store.records import ResultRecord, RunRecord, SubmissionRecord
 from evopolicy_mcp.tasks.model import Task
 
-__all__ = ["build_report", "build_rows", "reproducibility", "seed_derivation"]
+__all__ = [
+    "agent_of",
+    "build_report",
+    "build_rows",
+    "confinement_level",
+    "reproducibility",
+    "seed_derivation",
+]
 
 _PACKAGES = ("evopolicy-mcp", "gymnasium", "numpy", "pydantic", "mcp")
 
@@ -106,6 +114,25 @@ def _result(results: list[ResultRecord], sub_id: str | None, split: str) -> Resu
     return None
 
 
+def agent_of(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The agent ``agent run`` launched on the run, and how it was confined (from its
+    last ``agent_started`` event), or None."""
+    started = [e for e in store.events(run_id) if e.kind == "agent_started"]
+    if not started:
+        return None
+    detail = started[-1].detail
+    return {"agent": detail.get("agent"), "confinement": detail.get("confinement") or {}}
+
+
+def confinement_level(agent: dict[str, Any] | None) -> Confinement:
+    if agent is None:
+        return None
+    record = agent["confinement"]
+    if not record.get("confined"):
+        return "none"
+    return "partial" if record.get("missing") else "full"
+
+
 def build_rows(store: Store) -> list[RunRow]:
     rows = []
     for run in store.list_runs():
@@ -125,6 +152,7 @@ def build_rows(store: Store) -> list[RunRow]:
                 validation_score=validation.score if validation else None,
                 assessment_score=assessment.score if assessment else None,
                 created=run.created,
+                confinement=confinement_level(agent_of(store, run.id)),
             )
         )
     return rows
@@ -215,6 +243,7 @@ def build_report(store: Store, run_id: str) -> RunReport | None:
         gap=gap,
         error=run.error if run.state != "finalized" else None,
         reproducibility=repro,
+        agent=agent_of(store, run.id),
         events=[
             EventView(
                 seq=e.seq, at=e.at, submission_id=e.submission_id, kind=e.kind, detail=e.detail

@@ -245,6 +245,10 @@ class FinalizeAck(_View):
 # ------------------------------------------------------------- operator views
 
 
+# "full": every layer of the agent sandbox; "partial": some missing; "none": --no-confine.
+Confinement = Literal["full", "partial", "none"] | None
+
+
 class RunRow(BaseModel):
     run_id: str
     task_id: str
@@ -255,6 +259,9 @@ class RunRow(BaseModel):
     validation_score: float | None
     assessment_score: float | None
     created: float
+    confinement: Confinement = Field(
+        default=None, description="how `agent run` confined the agent; None: no agent run"
+    )
 
 
 class SubmissionDetail(BaseModel):
@@ -322,3 +329,7 @@ class RunReport(BaseModel):
     error: str | None = Field(default=None, description="last host fault during finalize, if any")
     reproducibility: dict[str, Any]
     events: list[EventView]
+    agent: dict[str, Any] | None = Field(
+        default=None,
+        description="the agent `agent run` launched: its name and how it was confined",
+    )

@@ -26,6 +26,8 @@ from evopolicy_mcp.agents.launch import (
 from evopolicy_mcp.cli.operator import format_report
 from evopolicy_mcp.evaluation import seeds
 from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.host.reports import build_rows
+from evopolicy_mcp.kernel.sandbox import Layer
 from evopolicy_mcp.store.database import DB_NAME, Store
 from tests.support.agents import SECRET, events, fake_cli, options
 from tests.support.host import SEED
@@ -328,6 +330,23 @@ def test_scripted_agent_through_the_command(tmp_path: Path, tasks_dir: Path) -> 
     kinds = events(data, "loop")
     assert kinds["agent_ended"]["reason"] == "finalized"
     assert "EVOPOLICY" not in " ".join(kinds["agent_started"]["env"])  # type: ignore[arg-type]
+    # It ran confined, and the record and the report say how, next to the scores.
+    record = outcome["confinement"]
+    assert record["confined"] is True and record == kinds["agent_started"]["confinement"]
+    assert set(record["layers"]) | set(record["missing"]) == set(confine.LAYERS)
+    report = subprocess.run(
+        [sys.executable, "-m", "evopolicy_mcp", "report", "loop", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    agent_line = next(line for line in report.splitlines() if line.startswith("agent: scripted"))
+    assert agent_line.startswith("agent: scripted, confined (filesystem")
+    lines = report.splitlines()
+    assert (
+        lines.index(agent_line)
+        == next(i for i, line in enumerate(lines) if line.startswith("gap:")) + 1
+    )
     # Everything the agent saw: its workspace and every tool result it logged.
     seen = "\n".join(log) + "".join(p.read_text() for p in ws.rglob("*") if p.is_file())
     store = Store(data, create=False)
@@ -371,6 +390,10 @@ def test_check_of_the_scripted_agent_reaches_the_server(tasks_dir: Path) -> None
     report = check_agent(PROVIDERS["scripted"], tasks_dirs=(tasks_dir,))
     assert report.ok, report
     assert "list_tasks answered" in report.detail
+    assert report.confinement["confined"] is True
+    assert set(report.confinement["layers"]) == {
+        name for name, layer in confine.probe().items() if layer.available
+    }
 
 
 def test_check_reports_a_missing_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -428,3 +451,60 @@ def test_real_claude_takes_the_command_line_and_the_config(
     assert init["permissionMode"] == "bypassPermissions"
     assert [s["name"] for s in init["mcp_servers"]] == ["evopolicy"]
     assert init["cwd"] == str(tmp_path / "ws")
+
+
+# ------------------------------------------------------------------ confinement modes
+
+
+def test_no_confine_is_recorded_and_reported(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path
+) -> None:
+    fake_cli(agent_env, "claude", ENV_DUMP)
+    data = tmp_path / "data"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evopolicy_mcp", "agent", "run", "--agent", "claude"]
+        + ["--task", "mini", "--tasks-dir", str(tasks_dir), "--data-dir", str(data)]
+        + ["--workspace", str(tmp_path / "ws"), "--run", "r1", "--no-confine", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    outcome = json.loads(proc.stdout)
+    assert outcome["confinement"] == {"confined": False, "mode": "off", "layers": {}, "missing": {}}
+    assert events(data, "r1")["agent_started"]["confinement"] == outcome["confinement"]
+    seen = json.loads((tmp_path / "ws" / "seen.json").read_text())
+    assert seen["pid"] != 2  # no namespace of its own
+    with Host(data, tasks_dirs=[tasks_dir]) as host:
+        text = format_report(host.report("r1"))
+    assert "agent: claude, UNCONFINED (--no-confine)" in text
+    store = Store(data, create=False)
+    try:
+        rows = build_rows(store)
+    finally:
+        store.close()
+    assert [r.confinement for r in rows] == ["none"]
+    runs = subprocess.run(
+        [sys.executable, "-m", "evopolicy_mcp", "runs", "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert "UNCONFINED" in runs.splitlines()[2]
+
+
+def test_strict_confinement_refuses_when_a_layer_is_missing_and_creates_nothing(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_cli(agent_env, "claude", "pass\n")
+    without_pids = {**confine.probe(), "pids": Layer("pids", False, "no PID namespace here")}
+    monkeypatch.setattr(confine, "probe", lambda: without_pids)
+    with pytest.raises(AgentError, match="--confine strict.*pids: no PID namespace here"):
+        run_agent(options(tmp_path, tasks_dir, confine="strict"))
+    assert not (tmp_path / "ws").exists() and not (tmp_path / "data" / DB_NAME).exists()
+    # The default takes what there is, and the record says what was missing.
+    outcome = run_agent(options(tmp_path, tasks_dir))
+    assert outcome.confinement["missing"] == {"pids": "no PID namespace here"}
+    assert "pids" not in outcome.confinement["layers"]
+    with Host(tmp_path / "data", tasks_dirs=[tasks_dir]) as host:
+        text = format_report(host.report("r1"))
+    assert "layers missing: pids" in text

@@ -420,19 +420,25 @@ def test_an_adapter_fault_is_reported_as_a_host_fault(run: Callable[[str], Resul
     assert "adapter fault" in err and "policy failure" not in err
 
 
-def test_doctor_names_every_layer_and_how_episodes_hand_over(
+def test_doctor_names_every_layer_of_both_sandboxes_and_how_episodes_hand_over(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    from evopolicy_mcp.agents import confine
     from evopolicy_mcp.kernel import mailbox
     from evopolicy_mcp.kernel.sandbox import LAYERS, Isolation, probe
 
     code = main(["doctor"])
     out = capsys.readouterr().out
     found = probe()
+    policies, agents = out.split("agent CLIs under `agent run`")
     for layer in LAYERS:
         mark = "ok" if found.layers[layer].available else "MISSING"
-        assert any(line.split()[:2] == [mark, layer] for line in out.splitlines()), (layer, out)
-    assert code == (1 if found.missing(Isolation()) else 0)
+        assert any(line.split()[:2] == [mark, layer] for line in policies.splitlines()), layer
+    for layer in confine.probe().values():
+        mark = "ok" if layer.available else "MISSING"
+        assert any(line.split()[:2] == [mark, layer.name] for line in agents.splitlines()), layer
+    agent_missing = not all(layer.available for layer in confine.probe().values())
+    assert code == (1 if found.missing(Isolation()) or agent_missing else 0)
     hand_over = next(line for line in out.splitlines() if "hand-over" in line)
     cpus = len(os.sched_getaffinity(0))
     assert f"{cpus} CPU" in hand_over
