@@ -33,7 +33,7 @@ from typing import Any
 from evopolicy_mcp.kernel.sandbox import Layer, runtime_paths
 from evopolicy_mcp.tasks.model import task_dirs
 
-from .jail import LAYERS, JailSpec
+from .jail import BOOT, LAYERS, JailSpec
 
 __all__ = [
     "MODES",
@@ -53,6 +53,8 @@ SYSTEM_EXTRA = ("/run/systemd/resolve",)  # where /etc/resolv.conf may point
 DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
 DEVICES_READ = ("/dev/random", "/dev/urandom")
 RUNTIME_DIRS = {"bin", "sbin", "shims", ".bin"}  # a PATH entry named so: grant its parent
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # evopolicy_mcp/
+PACKAGE_PARENT = os.path.dirname(PACKAGE)
 PROBE_TIMEOUT = 30.0
 WHAT = {
     "filesystem": "reads and executes limited to the system, the runtimes and the CLI's "
@@ -76,12 +78,17 @@ class ConfineError(Exception):
     """Strict confinement asked for and a layer is missing (nothing was started)."""
 
 
+def _jail_command() -> list[str]:
+    """This interpreter running :mod:`.jail` quickly (see :data:`.jail.BOOT`)."""
+    return [sys.executable, "-S", "-E", "-c", BOOT, PACKAGE_PARENT]
+
+
 @functools.cache
 def probe() -> dict[str, Layer]:
     """The agent sandbox's layers on this machine, tried in a throwaway jail. Cached."""
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "evopolicy_mcp.agents.jail", "--probe"],
+            [*_jail_command(), "--probe"],
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT,
@@ -141,8 +148,7 @@ class Jail:
         try:
             with os.fdopen(w, "w") as pipe:  # small: fits the pipe's buffer
                 pipe.write(self.spec.to_json())
-            jail = [sys.executable, "-m", "evopolicy_mcp.agents.jail", "--spec-fd", str(r)]
-            yield [*jail, "--", *argv], (r,)
+            yield [*_jail_command(), "--spec-fd", str(r), "--", *argv], (r,)
         finally:
             os.close(r)
 
@@ -244,7 +250,7 @@ def jail_for(mode: str, reach: Reach, env: Mapping[str, str]) -> Jail:
     grants = _Grants((str(h) for h in reach.hidden), home)
     grants.add([*SYSTEM, *SYSTEM_EXTRA, *DEVICES_READ])
     grants.add(runtime_paths(str(h) for h in reach.hidden))
-    grants.add([os.path.dirname(os.path.dirname(os.path.abspath(__file__)))])  # this package
+    grants.add([PACKAGE])  # the jail itself, the scripted agent and the connect proxy
     grants.add([_install_root(reach.executable)])
     node = shutil.which("node", path=env.get("PATH"))
     if node:

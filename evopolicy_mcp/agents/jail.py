@@ -25,12 +25,12 @@ the CLI with less than it was asked for. Layers:
 
 Without root the namespaces are made inside a new user namespace that maps
 the caller's own uid, as the policy sandbox does. Imports: the standard
-library and :mod:`evopolicy_mcp.kernel.linux` only, so the jail starts fast.
+library and :mod:`evopolicy_mcp.kernel.linux` only, and few of those (no
+dataclasses, no argparse): the jail runs as ``python -S`` and starts in ~20 ms.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import json
@@ -38,13 +38,11 @@ import os
 import signal
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 
 from evopolicy_mcp.kernel import linux
 
-__all__ = ["EXIT_JAIL", "LAYERS", "JailSpec", "main"]
+__all__ = ["BOOT", "EXIT_JAIL", "LAYERS", "JailSpec", "main"]
 
 LAYERS = ("filesystem", "signals", "privileges", "mounts", "pids")
 EXIT_JAIL = 125  # the sandbox could not be applied: the CLI never ran
@@ -57,24 +55,43 @@ RUNTIME = READ | linux.EXECUTE
 PR_SET_PDEATHSIG = 1
 
 
-@dataclass(frozen=True)
-class JailSpec:
-    """What the CLI may reach. Paths are absolute and exist; the launcher checks."""
+# How the launcher starts this module: without site (no site-packages scan, no .pth
+# hooks), the package's parent put first on sys.path (argument 1).
+BOOT = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from evopolicy_mcp.agents.jail import main; sys.exit(main(sys.argv[1:]))"
+)
+FIELDS = ("layers", "read", "write", "proc", "hide", "private")
 
-    layers: tuple[str, ...]
-    read: tuple[str, ...] = ()  # read and execute beneath
-    write: tuple[str, ...] = ()  # everything beneath (files: read, write, execute)
-    proc: tuple[str, ...] = ()  # read only, no execute (/proc)
-    hide: tuple[str, ...] = ()  # covered by an empty tmpfs (``mounts``)
-    private: tuple[str, ...] = field(default=("/tmp", "/dev/shm"))  # fresh tmpfs (``mounts``)
+
+class JailSpec:
+    """What the CLI may reach. Paths are absolute and exist; the launcher checks.
+
+    ``read``: read and execute beneath; ``write``: everything beneath (files: read,
+    write, execute); ``proc``: read only (/proc); ``hide``: covered by an empty tmpfs
+    and ``private``: a fresh tmpfs each (the ``mounts`` layer)."""
+
+    def __init__(
+        self,
+        layers: Sequence[str],
+        read: Sequence[str] = (),
+        write: Sequence[str] = (),
+        proc: Sequence[str] = (),
+        hide: Sequence[str] = (),
+        private: Sequence[str] = ("/tmp", "/dev/shm"),
+    ) -> None:
+        self.layers, self.read, self.write = tuple(layers), tuple(read), tuple(write)
+        self.proc, self.hide, self.private = tuple(proc), tuple(hide), tuple(private)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        return json.dumps({name: getattr(self, name) for name in FIELDS})
 
     @classmethod
     def from_json(cls, text: str) -> JailSpec:
         data = json.loads(text)
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        if not isinstance(data, dict) or set(data) - set(FIELDS):
+            raise ValueError("a JSON object of " + ", ".join(FIELDS))
+        return cls(**data)
 
 
 class JailError(Exception):
@@ -286,6 +303,8 @@ def _in_child(attempt: Callable[[], str]) -> tuple[bool, str]:
 
 
 def _try_mounts() -> str:
+    import tempfile
+
     user = linux.unshare_namespaces(linux.CLONE_NEWNS)
     linux.make_mounts_private()
     linux.mount_tmpfs(tempfile.gettempdir(), 64 << 10, 8, mode=0o1777)
@@ -338,26 +357,25 @@ def probe() -> dict[str, tuple[bool, str]]:
     return found
 
 
+USAGE = "usage: python -m evopolicy_mcp.agents.jail (--probe | --spec-fd N -- COMMAND...)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evopolicy_mcp.agents.jail")
-    parser.add_argument("--spec-fd", type=int, help="read the JailSpec (JSON) from this fd")
-    parser.add_argument("--probe", action="store_true", help="print which layers work here")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    if args.probe:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--probe"]:
         print(json.dumps(probe()))
         return 0
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if args.spec_fd is None or not command:
-        parser.error("give --spec-fd N -- COMMAND...")
-    with os.fdopen(args.spec_fd, "r") as pipe:
+    if len(args) < 4 or args[0] != "--spec-fd" or args[2] != "--" or not args[1].isdigit():
+        print(USAGE, file=sys.stderr)
+        return 2
+    with os.fdopen(int(args[1]), "r") as pipe:
         text = pipe.read()
     try:
         spec = JailSpec.from_json(text)
     except (ValueError, TypeError) as exc:
         print(f"evopolicy-mcp jail: bad spec: {exc}", file=sys.stderr)
         return EXIT_JAIL
-    return run(spec, command)
+    return run(spec, args[3:])
 
 
 if __name__ == "__main__":

@@ -257,7 +257,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             print_sizes(rows)
         return 0
-    if args.executor is not None:
+    show: Callable[[Any], None]
+    if args.agent_sandbox:
+        from evopolicy_mcp.cli.bench_agent import print_agent_bench, run_agent_bench
+
+        figures = run_agent_bench()
+        show = print_agent_bench
+    elif args.executor is not None:
         from evopolicy_mcp.cli.bench_executors import print_executor_bench, run_executor_bench
 
         kinds = args.executor.split(",")
@@ -390,10 +396,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "measure harness speed against raw Gymnasium (or any task's environment, --task)",
     )
     p.add_argument(
-        "--episodes", type=positive_int, default=None, help="default 100 (20 with --task, 24 per executor with --executor)"
+        "--episodes",
+        type=positive_int,
+        default=None,
+        help="default 100 (20 with --task, 24 per executor with --executor)",
     )
     p.add_argument(
-        "--task", metavar="ID", help="measure this task's environment with its baseline instead"
+        "--task",
+        metavar="ID",
+        help="measure this task's environment with its baseline instead (raw against the "
+        "harness; with --executor: the executors on its episodes)",
     )
     p.add_argument("--workers", type=positive_int, default=None, help=WORKERS_HELP)
     p.add_argument(
@@ -410,11 +422,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="print how many characters each MCP result gives the agent instead",
     )
     p.add_argument(
-        "--task",
-        help="with --executor: the task whose episodes the executors run (default policy: its "
-        "baseline)",
-    )
-    p.add_argument(
         "--executor",
         help="compare executors on --task's episodes (default task: cartpole), comma-separated: "
         "thread,process,ray",
@@ -428,6 +435,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="with --task: a task parameter (JSON value), e.g. length=1000 (repeatable)",
     )
     tasks_dir(p)
+    p.add_argument(
+        "--agent-sandbox",
+        action="store_true",
+        help="measure what confining an agent CLI costs at its start instead",
+    )
     p.add_argument("--json", action="store_true")
 
     _add_host_commands(add, tasks_dir, command)

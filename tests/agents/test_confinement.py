@@ -70,6 +70,10 @@ def other_run(tmp_path: Path, tasks_dir: Path) -> Iterator[tuple[str, Path]]:
     workspace = tmp_path / "other-ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text(OTHER_SECRET)
+    (workspace / "policy.py").write_text(  # a program: only the folder's place refuses it
+        "def make_policy(context):\n    return P()\n\n"
+        "class P:\n    def act(self, observation):\n        return 0\n"
+    )
     try:
         yield server.url, workspace
     finally:

@@ -202,6 +202,18 @@ async def play() -> None:
         own = server.token if isinstance(server, Remote) else server.env["EVOPOLICY_TOKEN"]
         targets["own_token"] = own
         await anyio.to_thread.run_sync(attack, targets)
+        # Make the server itself read elsewhere: another run's program, the records.
+        for what, folder in (
+            ("submit another run's program", targets["other_workspace"]),
+            ("submit the data directory", targets["data_dir"]),
+            ("submit a folder above the workspace", str(WORKSPACE.parent)),
+        ):
+            result = await client.call_tool(
+                "submit_policy",
+                {"run_id": run_id, "episodes": "0", "wait_seconds": 0, "program_dir": folder},
+            )
+            text = str(result.content[0].text) if result.content else ""  # type: ignore[union-attr]
+            ATTEMPTS.append({"what": what, "succeeded": not result.is_error, "detail": text})
         (WORKSPACE / "attempts.json").write_text(json.dumps(ATTEMPTS, indent=1))
         # Its calls still work after all that.
         status = await client.call_tool("run_status", {"run_id": run_id})
