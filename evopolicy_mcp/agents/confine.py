@@ -62,8 +62,9 @@ WHAT = {
     "no /proc/PID/environ, maps or mem of a process outside the sandbox",
     "signals": "no signal to, and no abstract Unix socket of, a process outside the sandbox",
     "privileges": "no capabilities, no_new_privs",
-    "mounts": "a private /tmp and /dev/shm; the records, other workspaces, the tasks "
-    "directories and the rest of the home directory covered by empty tmpfs",
+    "mounts": "a root of its own holding only what it is granted (read-only where it "
+    "only reads) and a private /tmp and /dev/shm: no records, other workspaces, tasks, "
+    "home directory or Unix sockets of the machine",
     "pids": "a PID namespace: only its own processes are visible, all end with the CLI",
 }
 WHY_MISSING = {
@@ -186,6 +187,19 @@ class _Grants:
         self.never = {"/", _real(tempfile.gettempdir()), "/tmp", self.home}
         self.read: dict[str, None] = {}
         self.write: dict[str, None] = {}
+        self.links: dict[str, str] = {}  # symlinks on the way to a granted path
+
+    def follow(self, path: str) -> None:
+        """Note every symlink among ``path``'s components (the agent names paths as
+        given, the grants are their real paths)."""
+        here = "/"
+        for part in os.path.normpath(os.path.abspath(path)).strip("/").split("/"):
+            here = os.path.join(here, part)
+            if os.path.islink(here):
+                if here not in self.links:  # (a loop of links ends here)
+                    self.links[here] = os.readlink(here)
+                    self.follow(os.path.join(os.path.dirname(here), self.links[here]))
+                here = os.path.realpath(here)
 
     def allowed(self, path: str) -> bool:
         if path in self.never or _beneath(self.home, path):  # the home or an ancestor of it
@@ -198,6 +212,7 @@ class _Grants:
                 real = _real(path)
                 if os.path.exists(real) and self.allowed(real):
                     (self.write if write else self.read)[real] = None
+                    self.follow(path)
 
     def add_runtime(self, directory: str) -> None:
         """A PATH directory: its parent when it is a ``bin``-like one and may be granted."""
@@ -260,26 +275,23 @@ def jail_for(mode: str, reach: Reach, env: Mapping[str, str]) -> Jail:
             grants.add_runtime(entry)
     grants.add([str(p) for p in reach.config], write=True)
     grants.add(DEVICES_RW, write=True)
-    grants.write[_real(reach.workspace)] = None  # shown again where its root is hidden
+    grants.write[_real(reach.workspace)] = None  # even beneath the workspaces' root
+    grants.follow(str(reach.workspace))
     jail = Jail(None)
     if "mounts" in use:
         grants.write.update(dict.fromkeys(("/tmp", "/dev/shm")))
         jail.env["TMPDIR"] = "/tmp"
-        hide = [str(h) for h in reach.hidden]
-        if grants.home not in grants.never - {grants.home}:  # never "/" or /tmp
-            hide.append(grants.home)
     else:  # a temporary directory of its own instead of a private /tmp
         jail.scratch = Path(tempfile.mkdtemp(prefix="evopolicy-agent-"))
         grants.write[str(jail.scratch)] = None
         jail.env["TMPDIR"] = str(jail.scratch)
-        hide = []
     read = [p for p in grants.read if p not in grants.write]
     jail.spec = JailSpec(
         layers=tuple(use),
         read=tuple(read),
         write=tuple(grants.write),
         proc=("/proc",),
-        hide=tuple(hide),
+        links=tuple(grants.links.items()),
     )
     found = probe()
     jail.record = {

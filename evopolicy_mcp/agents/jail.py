@@ -11,10 +11,11 @@ the CLI with less than it was asked for. Layers:
 - ``pids``: a PID namespace whose first process is a small init (this module):
   the agent sees and can name only its own processes, and they all end when the
   CLI does, whatever they do to escape (``setsid``, double forks).
-- ``mounts``: a mount namespace: a private ``/tmp`` and ``/dev/shm``; the
-  records, other runs' workspaces and the tasks directories covered by empty
-  tmpfs (even their entries' names and sizes are gone); what the agent is
-  granted beneath a covered directory is shown again at its own path.
+- ``mounts``: a mount namespace whose root holds only what the agent is
+  granted, each at its own path (read-only where it may only read), with a
+  private ``/tmp`` and ``/dev/shm``: the records, other runs' workspaces, the
+  tasks directories, the rest of the home directory and every Unix socket of
+  the machine do not exist there.
 - ``filesystem`` (Landlock): reads and executes only beneath ``read``, writes
   only beneath ``write``; a process outside the sandbox cannot be traced and
   its ``/proc/PID/environ``, ``maps`` and ``mem`` cannot be read.
@@ -48,7 +49,7 @@ LAYERS = ("filesystem", "signals", "privileges", "mounts", "pids")
 EXIT_JAIL = 125  # the sandbox could not be applied: the CLI never ran
 TMP_BYTES = 2 << 30  # the private /tmp and /dev/shm, each
 TMP_INODES = 1 << 20
-COVER_BYTES = 64 << 10  # the empty tmpfs over a hidden directory
+ROOT_BYTES = 1 << 20  # the new root: directories, mount points and symlinks only
 
 READ = linux.READ_FILE | linux.READ_DIR
 RUNTIME = READ | linux.EXECUTE
@@ -61,15 +62,16 @@ BOOT = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
     "from evopolicy_mcp.agents.jail import main; sys.exit(main(sys.argv[1:]))"
 )
-FIELDS = ("layers", "read", "write", "proc", "hide", "private")
+FIELDS = ("layers", "read", "write", "proc", "links", "private")
 
 
 class JailSpec:
     """What the CLI may reach. Paths are absolute and exist; the launcher checks.
 
     ``read``: read and execute beneath; ``write``: everything beneath (files: read,
-    write, execute); ``proc``: read only (/proc); ``hide``: covered by an empty tmpfs
-    and ``private``: a fresh tmpfs each (the ``mounts`` layer)."""
+    write, execute); ``proc``: read only (/proc). For the ``mounts`` layer:
+    ``links``, the symlinks on the way to those paths (path, target), and
+    ``private``, a fresh tmpfs each."""
 
     def __init__(
         self,
@@ -77,11 +79,12 @@ class JailSpec:
         read: Sequence[str] = (),
         write: Sequence[str] = (),
         proc: Sequence[str] = (),
-        hide: Sequence[str] = (),
+        links: Sequence[Sequence[str]] = (),
         private: Sequence[str] = ("/tmp", "/dev/shm"),
     ) -> None:
         self.layers, self.read, self.write = tuple(layers), tuple(read), tuple(write)
-        self.proc, self.hide, self.private = tuple(proc), tuple(hide), tuple(private)
+        self.proc, self.private = tuple(proc), tuple(private)
+        self.links = tuple((str(a), str(b)) for a, b in links)
 
     def to_json(self) -> str:
         return json.dumps({name: getattr(self, name) for name in FIELDS})
@@ -105,40 +108,68 @@ def _beneath(path: str, directory: str) -> bool:
 # ---------------------------------------------------------------- mounts
 
 
-def _expose(fd: int, path: str) -> None:
-    """Show what ``fd`` holds at ``path`` again, inside a tmpfs that covered it."""
-    if stat.S_ISDIR(os.fstat(fd).st_mode):
+def _mount_point(path: str, directory: bool) -> None:
+    if directory:
         os.makedirs(path, exist_ok=True)
     else:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-    linux.bind_mount(fd, path)
 
 
-def _set_up_mounts(spec: JailSpec) -> None:
-    """Private tmpfs on ``private``, empty ones on ``hide``; the granted paths beneath
-    either shown again at their own paths. Outer covers first."""
-    covers = [(p, True) for p in spec.private] + [(p, False) for p in spec.hide]
-    granted = {*spec.read, *spec.write} - {c for c, _ in covers}
-    kept = [p for p in granted if not any(q != p and _beneath(p, q) for q in granted)]
+def _binds(spec: JailSpec) -> list[tuple[str, bool]]:
+    """What to bind into the new root, outer first, with whether it is writable; a path
+    beneath one already bound with at least its rights is left out."""
+    wanted = {p: False for p in (*spec.read, *spec.proc)}
+    wanted.update({p: True for p in spec.write if p not in spec.private})
+    binds: list[tuple[str, bool]] = []
+    for path in sorted(wanted, key=lambda p: (p.count("/"), p)):
+        writable = wanted[path]
+        if any(_beneath(path, q) and (w or not writable) for q, w in binds):
+            continue
+        binds.append((path, writable))
+    return binds
+
+
+def _new_root(spec: JailSpec, fresh_proc: bool) -> None:
+    """Make the caller's root a tmpfs that holds only what ``spec`` grants, each at its
+    own path: read-only binds of what it may read, writable ones of what it may
+    write, the symlinks on the way to them, a private /tmp and /dev/shm, and /proc
+    (fresh in a new PID namespace). Nothing else exists there: not the records, not
+    the home directory's other entries, not the Unix sockets of /run or /tmp."""
+    binds = [(p, w) for p, w in _binds(spec) if not (fresh_proc and p == "/proc")]
     handles: dict[str, int] = {}
-    for path in kept:  # before anything is covered
-        if any(_beneath(path, c) and path != c for c, _ in covers):
+    for path, _ in binds:  # before anything is mounted over them
+        with contextlib.suppress(FileNotFoundError):
             handles[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    root = "/tmp"  # any directory will do: the mount namespace is ours alone
     try:
-        for cover, private in sorted(covers, key=lambda c: c[0].count("/")):
-            if not os.path.isdir(cover):  # gone under an outer cover, or never there
+        linux.mount_tmpfs(root, ROOT_BYTES, 4096, mode=0o755, executables=True)
+        for path in spec.private:  # first: what is granted beneath them goes inside
+            os.makedirs(root + path, exist_ok=True)
+            linux.mount_tmpfs(root + path, TMP_BYTES, TMP_INODES, mode=0o1777, executables=True)
+        for path, writable in binds:
+            if path not in handles:
                 continue
-            if private:
-                linux.mount_tmpfs(cover, TMP_BYTES, TMP_INODES, mode=0o1777, executables=True)
-            else:
-                linux.mount_tmpfs(cover, COVER_BYTES, 64, mode=0o755)
-            for path, fd in handles.items():
-                if _beneath(path, cover) and path != cover:
-                    _expose(fd, path)
+            target = root + path
+            _mount_point(target, stat.S_ISDIR(os.fstat(handles[path]).st_mode))
+            linux.bind_mount(handles[path], target, read_only=not writable)
     finally:
         for fd in handles.values():
             os.close(fd)
+    for link, target in spec.links:
+        if not os.path.lexists(root + link):
+            os.makedirs(os.path.dirname(root + link), exist_ok=True)
+            os.symlink(target, root + link)
+    if fresh_proc:
+        os.makedirs(root + "/proc", exist_ok=True)
+        linux.mount_proc(root + "/proc")
+    os.makedirs(root + "/.old")
+    os.chdir(root)
+    linux.pivot_root(".", ".old")
+    os.chdir("/")
+    linux.unmount("/.old")
+    os.rmdir("/.old")
+    linux.remount_read_only("/")
 
 
 # ---------------------------------------------------------------- Landlock
@@ -227,11 +258,12 @@ def _confine(spec: JailSpec) -> bool:
         if "pids" in layers:
             _split()
             init = True
-            linux.mount_proc()
         if "mounts" in layers:
             cwd = os.getcwd()
-            _set_up_mounts(spec)
-            os.chdir(cwd)  # the same path, now resolved in the new view
+            _new_root(spec, fresh_proc="pids" in layers)
+            os.chdir(cwd)  # the same path, in the new root
+        elif "pids" in layers:
+            linux.mount_proc()
     linux.set_no_new_privs()
     if "filesystem" in layers:
         _landlock(spec, "signals" in layers)

@@ -73,7 +73,7 @@ def _variants(root: Path) -> dict[str, Callable[[], object]]:
         if name in found_layers and name != "signals":
             layers = (name,)
             variants[f"jail, {name} only"] = confined(
-                Jail(JailSpec(layers, full.spec.read, full.spec.write, ("/proc",), full.spec.hide))
+                Jail(JailSpec(layers, full.spec.read, full.spec.write, ("/proc",), full.spec.links))
             )
     variants["jail, every layer (agent run)"] = confined(full)
     if shutil.which("bwrap"):

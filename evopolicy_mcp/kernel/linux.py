@@ -55,6 +55,8 @@ __all__ = [
     "mount_proc",
     "mount_tmpfs",
     "path_rule",
+    "pivot_root",
+    "remount_read_only",
     "restrict_self",
     "seccomp_filter",
     "self_only_calls",
@@ -235,11 +237,45 @@ def mount_tmpfs(
     _check(_libc.mount(b"tmpfs", where, b"tmpfs", flags, options.encode()), f"mount {path}")
 
 
-def bind_mount(fd: int, target: str) -> None:
-    """Show the directory or file open as ``fd`` (O_PATH will do) at ``target`` as well."""
+def bind_mount(fd: int, target: str, *, read_only: bool = False) -> None:
+    """Show the directory or file open as ``fd`` (O_PATH will do) at ``target`` as well,
+    with the mounts beneath it; ``read_only`` makes the top one read-only."""
     source = f"/proc/self/fd/{fd}".encode()
-    flags = MS_BIND | MS_REC
-    _check(_libc.mount(source, os.fsencode(target), None, flags, None), f"bind {target}")
+    where = os.fsencode(target)
+    _check(_libc.mount(source, where, None, MS_BIND | MS_REC, None), f"bind {target}")
+    if read_only:
+        remount_read_only(target)
+
+
+MS_RDONLY, MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1, 1024, 2048, 1 << 21
+_KEPT_FLAGS = (
+    (os.ST_NOSUID, MS_NOSUID),
+    (os.ST_NODEV, MS_NODEV),
+    (os.ST_NOEXEC, MS_NOEXEC),
+    (os.ST_NOATIME, MS_NOATIME),
+    (os.ST_NODIRATIME, MS_NODIRATIME),
+    (os.ST_RELATIME, MS_RELATIME),
+)
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """Make the mount ``new_root`` the caller's root, the old one at ``put_old`` (then
+    detach it with :func:`unmount`)."""
+    number = _PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(errno.ENOSYS, f"pivot_root's number unknown on {os.uname().machine}")
+    result = _libc.syscall(number, os.fsencode(new_root), os.fsencode(put_old))
+    _check(result, "pivot_root")
+
+
+def remount_read_only(path: str) -> None:
+    """Make the mount on ``path`` read-only there (a per-mount flag: the file system
+    stays writable elsewhere). Its other flags are kept: in a user namespace they
+    are locked, and a remount that drops one fails."""
+    kept = os.statvfs(path).f_flag
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | sum(ms for st, ms in _KEPT_FLAGS if kept & st)
+    _check(_libc.mount(None, os.fsencode(path), None, flags, None), f"read-only {path}")
 
 
 def mount_proc(path: str = "/proc") -> None:

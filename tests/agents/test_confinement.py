@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -80,8 +81,40 @@ def other_run(tmp_path: Path, tasks_dir: Path) -> Iterator[tuple[str, Path]]:
         server.stop()
 
 
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Path]:
+    """A host daemon's Unix socket (as /run/systemd/private would be) that greets."""
+    path = tmp_path / "daemon.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"root shell here")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path
+    stop.set()
+    thread.join(5)
+    server.close()
+
+
 def _attack(
-    provider: str, tmp_path: Path, tasks_dir: Path, bin_dir: Path, other: tuple[str, Path]
+    provider: str,
+    tmp_path: Path,
+    tasks_dir: Path,
+    bin_dir: Path,
+    other: tuple[str, Path],
+    daemon: Path,
 ) -> tuple[AgentOutcome, str, Path]:
     fake_cli(bin_dir, EXECUTABLES[provider], ATTACKER)
     run_id = f"attacked-{uuid.uuid4().hex[:8]}"
@@ -110,6 +143,7 @@ def _attack(
         "other_url": other[0],
         "task_file": str(next(tasks_dir.glob("*.toml"))),
         "pids": pids,
+        "socket": str(daemon),
         "roots": [str(tmp_path), str(data), str(tasks_dir), os.path.expanduser("~")],
     }
     (ws / "targets.tmp").write_text(json.dumps(targets))
@@ -119,7 +153,10 @@ def _attack(
     return result[0], run_id, ws
 
 
-def _check(outcome: AgentOutcome, run_id: str, ws: Path, tmp_path: Path) -> None:
+def _check(
+    outcome: AgentOutcome, run_id: str, ws: Path, tmp_path: Path, gaps: tuple[str, ...] = ()
+) -> None:
+    """Every attempt failed, but those in ``gaps`` (documented in docs/security.md)."""
     assert outcome.reason == "finalized", outcome
     assert outcome.run_state == "finalized" and outcome.selected == "s1"
     attempts = json.loads((ws / "attempts.json").read_text())
@@ -130,6 +167,8 @@ def _check(outcome: AgentOutcome, run_id: str, ws: Path, tmp_path: Path) -> None
             # With the PID namespace it cannot even name the server; without it the
             # command line is readable, and holds no path and no token.
             assert str(tmp_path) not in a["detail"], a
+            continue
+        if a["what"] in gaps:
             continue
         assert not a["succeeded"], f"the sandbox let this through: {a}"
     readable = json.loads((ws / "readable.json").read_text())
@@ -159,8 +198,9 @@ def test_a_hostile_agent_reaches_nothing_and_the_run_completes(
     tmp_path: Path,
     tasks_dir: Path,
     other_run: tuple[str, Path],
+    daemon: Path,
 ) -> None:
-    outcome, run_id, ws = _attack(provider, tmp_path, tasks_dir, agent_env, other_run)
+    outcome, run_id, ws = _attack(provider, tmp_path, tasks_dir, agent_env, other_run, daemon)
     _check(outcome, run_id, ws, tmp_path)
     assert set(outcome.confinement["layers"]) == {
         name for name, layer in confine.probe().items() if layer.available
@@ -172,6 +212,7 @@ def test_landlock_alone_still_holds(
     tmp_path: Path,
     tasks_dir: Path,
     other_run: tuple[str, Path],
+    daemon: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As a user without namespaces: no private /tmp, no PID namespace, the server's
@@ -185,6 +226,7 @@ def test_landlock_alone_still_holds(
         "pids": Layer("pids", False, "left out by the test"),
     }
     monkeypatch.setattr(confine, "probe", lambda: without)
-    outcome, run_id, ws = _attack("claude", tmp_path, tasks_dir, agent_env, other_run)
-    _check(outcome, run_id, ws, tmp_path)
+    outcome, run_id, ws = _attack("claude", tmp_path, tasks_dir, agent_env, other_run, daemon)
+    # Landlock does not check connecting to a Unix socket by its path (docs/security.md).
+    _check(outcome, run_id, ws, tmp_path, gaps=("connect to a host daemon's Unix socket",))
     assert set(outcome.confinement["missing"]) == {"mounts", "pids"}

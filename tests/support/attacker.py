@@ -117,6 +117,13 @@ def http_status(url: str, token: str | None) -> int:
     raise PermissionError(f"HTTP {status}")
 
 
+def unix_connect(path: str) -> str:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(5)
+        s.connect(path)
+        return s.recv(64).decode()
+
+
 def loot(roots: list[str]) -> None:
     """Read every file it can under ``roots`` (outside its workspace) into loot.txt."""
     readable: list[str] = []
@@ -173,6 +180,7 @@ def attack(targets: dict) -> None:
         attempt(f"signal 0 to {pid}", lambda p=pid: os.kill(p, 0))
         attempt(f"SIGTERM to {pid}", lambda p=pid: os.kill(p, signal.SIGTERM))
         attempt(f"SIGSTOP to {pid}", lambda p=pid: os.kill(p, signal.SIGSTOP))
+    attempt("connect to a host daemon's Unix socket", lambda: unix_connect(targets["socket"]))
     own = targets["own_token"]
     attempt("another run's endpoint, own token", lambda: http_status(targets["other_url"], own))
     attempt("another run's endpoint, no token", lambda: http_status(targets["other_url"], None))
