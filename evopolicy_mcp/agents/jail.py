@@ -312,26 +312,8 @@ def run(spec: JailSpec, argv: Sequence[str]) -> int:
 
 
 def _in_child(attempt: Callable[[], str]) -> tuple[bool, str]:
-    """Run ``attempt`` in a forked child (namespaces and Landlock are for good)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        os.close(r)
-        try:
-            result = [True, attempt()]
-        except BaseException as exc:
-            result = [False, str(exc)]
-        os.write(w, json.dumps(result).encode())
-        os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    try:
-        ok, text = json.loads(data)
-    except ValueError:
-        return False, "the probe died"
-    return bool(ok), str(text)
+    """Run ``attempt`` in a throwaway child of its own."""
+    return linux.try_in_child((("it", attempt),)).get("it", (False, "the probe died"))
 
 
 def _try_mounts() -> str:

@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
@@ -61,6 +63,7 @@ __all__ = [
     "seccomp_filter",
     "self_only_calls",
     "set_no_new_privs",
+    "try_in_child",
     "unmount",
     "unshare_namespaces",
 ]
@@ -74,6 +77,32 @@ def _check(result: int, what: str) -> int:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
     return result
+
+
+def try_in_child(attempts: Sequence[tuple[str, Callable[[], str]]]) -> dict[str, tuple[bool, str]]:
+    """Run ``attempts`` one after the other in a forked child (what they do to a process
+    is for good): name -> (worked, what it returned or why it failed). Empty when the
+    child died before it could say."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(r)
+        results: dict[str, tuple[bool, str]] = {}
+        for name, attempt in attempts:
+            try:
+                results[name] = (True, attempt())
+            except BaseException as exc:
+                results[name] = (False, str(exc))
+        os.write(w, json.dumps(results).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    try:
+        return {name: (bool(ok), str(text)) for name, (ok, text) in json.loads(data).items()}
+    except ValueError:
+        return {}
 
 
 def set_no_new_privs() -> None:
@@ -247,8 +276,8 @@ def bind_mount(fd: int, target: str, *, read_only: bool = False) -> None:
         remount_read_only(target)
 
 
-MS_RDONLY, MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1, 1024, 2048, 1 << 21
-_KEPT_FLAGS = (
+MS_NODIRATIME, MS_RELATIME = 2048, 1 << 21
+_STATVFS_FLAGS = (  # a mount's flags as statvfs reports them -> as mount takes them
     (os.ST_NOSUID, MS_NOSUID),
     (os.ST_NODEV, MS_NODEV),
     (os.ST_NOEXEC, MS_NOEXEC),
@@ -274,7 +303,7 @@ def remount_read_only(path: str) -> None:
     stays writable elsewhere). Its other flags are kept: in a user namespace they
     are locked, and a remount that drops one fails."""
     kept = os.statvfs(path).f_flag
-    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | sum(ms for st, ms in _KEPT_FLAGS if kept & st)
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | sum(ms for st, ms in _STATVFS_FLAGS if kept & st)
     _check(_libc.mount(None, os.fsencode(path), None, flags, None), f"read-only {path}")
 
 

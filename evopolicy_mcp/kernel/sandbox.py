@@ -270,33 +270,17 @@ def _closed_to_others(path: str) -> str | None:
 
 
 def _try_in_child() -> dict[str, tuple[bool, str]]:
-    """Apply each layer in a forked child that runs nothing but system calls."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        os.close(r)
-        results: dict[str, tuple[bool, str]] = {}
-        for name, attempt in (  # in the template's order: privileges go after the mounts
+    """Apply each layer in a forked child that runs nothing but system calls, in the
+    template's order: privileges go after the mounts."""
+    return linux.try_in_child(
+        (
             ("network", linux.enter_empty_namespaces),
             ("disk", _try_disk),
             ("privileges", _try_privileges),
             ("landlock", _try_landlock),
             ("syscalls", _try_syscalls),
-        ):
-            try:
-                results[name] = (True, attempt())
-            except BaseException as exc:
-                results[name] = (False, str(exc))
-        os.write(w, json.dumps(results).encode())
-        os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    try:
-        return {name: (bool(ok), str(text)) for name, (ok, text) in json.loads(data).items()}
-    except ValueError:
-        return {}
+        )
+    )
 
 
 def _try_disk() -> str:
