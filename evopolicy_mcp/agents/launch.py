@@ -342,14 +342,18 @@ def _launch(
                 close_fds=True,
                 pass_fds=fds,
             )
-    except (OSError, ServerError) as exc:
-        server.stop()
-        if isinstance(exc, ServerError):
-            message = f"the run's server did not start: {exc}"
-        else:
-            message = f"cannot run {inv.argv[0]}: {exc.strerror}"
-        ended = _Ended("failed_to_start", message=message)
-        store.add_event(task.run_id, "agent_ended", {"agent": opts.agent, **ended.__dict__})
+    except (OSError, ServerError, KeyboardInterrupt) as exc:
+        with blocked_signals():
+            server.stop()
+            if isinstance(exc, KeyboardInterrupt):  # while the server was starting
+                ended = _Ended("interrupted", seconds=round(time.monotonic() - started, 3))
+            elif isinstance(exc, ServerError):
+                ended = _Ended("failed_to_start", message=f"the run's server did not start: {exc}")
+            else:
+                ended = _Ended(
+                    "failed_to_start", message=f"cannot run {inv.argv[0]}: {exc.strerror}"
+                )
+            store.add_event(task.run_id, "agent_ended", {"agent": opts.agent, **ended.__dict__})
         return ended
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [Pump(proc.stdout, log_dir / "stdout.jsonl"), Pump(proc.stderr, log_dir / "stderr.log")]

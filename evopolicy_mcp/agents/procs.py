@@ -87,6 +87,9 @@ class Pump(threading.Thread):
         self.dropped = 0
 
     def run(self) -> None:
+        # The stop signals go to the main thread only: a signal this thread took would
+        # reach the main thread's handler even while the main thread blocks it.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         out: IO[bytes] | None = None
         try:
             with contextlib.suppress(OSError):
@@ -108,18 +111,25 @@ class Pump(threading.Thread):
                     out.close()
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt, as SIGINT does, so stopping the
-    launcher takes the same path as Ctrl-C (main thread only; elsewhere a no-op)."""
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt once, so stopping the launcher
+    takes the same path as Ctrl-C; later ones are ignored, as the stop they ask for is
+    under way and its clean-up must finish (a second signal can come before
+    :func:`blocked_signals` holds them: a parent-death signal and a session's SIGTERM
+    arrive together). Main thread only; elsewhere a no-op."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    raised = False
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, interrupt) for s in STOP_SIGNALS}
     try:
         yield
     finally:

@@ -107,6 +107,7 @@ class SweepConfig:
     trace_steps: int | None = None
     tasks_dirs: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
+    confine: str = "default"  # every agent's sandbox: default, strict or off
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -180,6 +181,7 @@ def _options(config: SweepConfig, cell: Cell, data_dir: Path, run_id: str) -> Ag
         workers=config.workers,
         trace_all=config.trace_all,
         trace_steps=config.trace_steps,
+        confine=config.confine,
     )
 
 

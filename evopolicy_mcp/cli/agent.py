@@ -136,6 +136,7 @@ def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--workers", type=positive_int, default=None)
     sweep.add_argument("--isolation", choices=("default", "strict"), default="default")
     sweep.add_argument("--pass-env", action="append", default=[], metavar="NAME")
+    _confine_arguments(sweep)
     sweep.add_argument("--json", action="store_true", help="print the results as JSON")
     _tracing(sweep)
     _common(sweep)
@@ -214,6 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 trace_steps=args.trace_steps,
                 tasks_dirs=tuple(str(Path(d).resolve()) for d in args.tasks_dir),
                 pass_env=tuple(args.pass_env),
+                confine=args.confine,
             )
             print(
                 f"experiment {name}: {len(config.agents)} agent(s) x {len(config.tasks)} "

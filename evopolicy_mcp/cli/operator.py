@@ -62,7 +62,7 @@ def _open(args: argparse.Namespace, err: TextIO) -> Store | None:
 
 
 # How the agent was confined, in the runs table: a leaderboard leaves out "UNCONFINED".
-AGENT_COLUMN = {None: "-", "full": "confined", "partial": "partly", "none": "UNCONFINED"}
+AGENT_COLUMN = {"confined": "confined", "unconfined": "UNCONFINED", "unknown": "-"}
 
 
 def _num(value: float | None) -> str:

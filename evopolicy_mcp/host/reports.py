@@ -27,14 +27,14 @@ from evopolicy_mcp.host.views import (
     SubmissionDetail,
 )
 from evopolicy_mcp.store.database import Store
-from evopolicy_mcp.store.records import ResultRecord, RunRecord, SubmissionRecord
+from evopolicy_mcp.store.records import EventRecord, ResultRecord, RunRecord, SubmissionRecord
 from evopolicy_mcp.tasks.model import Task
 
 __all__ = [
     "agent_of",
     "build_report",
     "build_rows",
-    "confinement_level",
+    "confinement_of",
     "reproducibility",
     "seed_derivation",
 ]
@@ -124,13 +124,33 @@ def agent_of(store: Store, run_id: str) -> dict[str, Any] | None:
     return {"agent": detail.get("agent"), "confinement": detail.get("confinement") or {}}
 
 
-def confinement_level(agent: dict[str, Any] | None) -> Confinement:
-    if agent is None:
-        return None
-    record = agent["confinement"]
-    if not record.get("confined"):
-        return "none"
-    return "partial" if record.get("missing") else "full"
+def _confined(value: Any) -> Confinement | None:
+    if isinstance(value, bool):
+        return "confined" if value else "unconfined"
+    if isinstance(value, str) and value:
+        return "unconfined" if value.lower() in ("none", "off", "unconfined", "no") else "confined"
+    if isinstance(value, dict):
+        for key in ("confined", "active", "layers", "mode"):
+            if key in value:
+                return _confined(value[key])
+    if isinstance(value, list):
+        return "confined" if value else "unconfined"
+    return None
+
+
+def confinement_of(run: RunRecord, events: list[EventRecord]) -> Confinement:
+    """How the agent was confined, as the run's record says; ``unknown`` when it is silent."""
+    for event in reversed(events):
+        if event.kind in ("agent_confined", "agent_confinement"):
+            found = _confined(event.detail.get("confinement", event.detail))
+        elif event.kind == "agent_started" and "confinement" in event.detail:
+            found = _confined(event.detail["confinement"])
+        else:
+            continue
+        if found is not None:
+            return found
+    found = _confined(run.reproducibility.get("confinement"))
+    return found or "unknown"
 
 
 def build_rows(store: Store) -> list[RunRow]:
@@ -152,7 +172,7 @@ def build_rows(store: Store) -> list[RunRow]:
                 validation_score=validation.score if validation else None,
                 assessment_score=assessment.score if assessment else None,
                 created=run.created,
-                confinement=confinement_level(agent_of(store, run.id)),
+                confinement=confinement_of(run, store.events(run.id)),
             )
         )
     return rows

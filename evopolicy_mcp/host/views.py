@@ -245,8 +245,9 @@ class FinalizeAck(_View):
 # ------------------------------------------------------------- operator views
 
 
-# "full": every layer of the agent sandbox; "partial": some missing; "none": --no-confine.
-Confinement = Literal["full", "partial", "none"] | None
+# How `agent run` confined a run's agent, as its record says; "unknown" when the record is
+# silent (no agent run, or a run from before confinement was recorded): not confined.
+Confinement = Literal["confined", "unconfined", "unknown"]
 
 
 class RunRow(BaseModel):
@@ -260,7 +261,7 @@ class RunRow(BaseModel):
     assessment_score: float | None
     created: float
     confinement: Confinement = Field(
-        default=None, description="how `agent run` confined the agent; None: no agent run"
+        default="unknown", description="how `agent run` confined the agent (unknown: not)"
     )
 
 

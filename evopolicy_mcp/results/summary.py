@@ -14,7 +14,8 @@ How a run is classed (``status``), so that nothing is silently mixed in:
 
 ``confinement`` is ``confined`` or ``unconfined`` as the run's record states it,
 and ``unknown`` when the record says nothing (runs started before confinement
-was recorded, or without the launcher): unknown counts as not confined.
+was recorded, or without the launcher): unknown counts as not confined
+(:func:`~evopolicy_mcp.host.reports.confinement_of`, which the runs table uses too).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from evopolicy_mcp.host.reports import confinement_of
+from evopolicy_mcp.host.views import Confinement
 from evopolicy_mcp.results.usage import read_usage
 from evopolicy_mcp.store.database import Store
 from evopolicy_mcp.store.records import EventRecord, RunRecord
@@ -39,7 +42,6 @@ __all__ = [
 ]
 
 RunStatus = Literal["complete", "failed", "interrupted", "open"]
-Confinement = Literal["confined", "unconfined", "unknown"]
 
 
 class RunSummary(BaseModel):
@@ -92,35 +94,6 @@ def agent_label(agent: str | None, model: str | None, effort: str | None) -> str
     if agent is None:
         return "-"
     return ":".join([agent, model or "", effort or ""]).rstrip(":")
-
-
-def _confined(value: Any) -> Confinement | None:
-    if isinstance(value, bool):
-        return "confined" if value else "unconfined"
-    if isinstance(value, str) and value:
-        return "unconfined" if value.lower() in ("none", "off", "unconfined", "no") else "confined"
-    if isinstance(value, dict):
-        for key in ("confined", "active", "layers", "mode"):
-            if key in value:
-                return _confined(value[key])
-    if isinstance(value, list):
-        return "confined" if value else "unconfined"
-    return None
-
-
-def confinement_of(run: RunRecord, events: list[EventRecord]) -> Confinement:
-    """How the agent was confined, as the run's record says; ``unknown`` when it is silent."""
-    for event in reversed(events):
-        if event.kind in ("agent_confined", "agent_confinement"):
-            found = _confined(event.detail.get("confinement", event.detail))
-        elif event.kind == "agent_started" and "confinement" in event.detail:
-            found = _confined(event.detail["confinement"])
-        else:
-            continue
-        if found is not None:
-            return found
-    found = _confined(run.reproducibility.get("confinement"))
-    return found or "unknown"
 
 
 def _last(events: list[EventRecord], kind: str) -> dict[str, Any] | None:

@@ -482,7 +482,7 @@ def test_no_confine_is_recorded_and_reported(
         rows = build_rows(store)
     finally:
         store.close()
-    assert [r.confinement for r in rows] == ["none"]
+    assert [r.confinement for r in rows] == ["unconfined"]
     runs = subprocess.run(
         [sys.executable, "-m", "evopolicy_mcp", "runs", "--data-dir", str(data)],
         capture_output=True,
