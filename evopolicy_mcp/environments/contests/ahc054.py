@@ -232,13 +232,15 @@ class Game(TurnEpisode):
         self._place(action)
         new = self._reveal()
         grid, here = self.grid, self.grid.bit(self.r, self.c)
-        changed = new & self.trees
-        if changed:
-            self.free &= ~changed
+        walls = new & self.trees
+        if walls:
+            self.free &= ~walls
         if self.revealed & self.flower_bit and self.dest != self.flower_bit:
             self.dest = self.flower_bit
-            changed = 1
-        if self.dest and changed:
+            self._route(here)
+        elif self.dest and walls and any(layer & walls for layer in self.layers[: self.depth]):
+            # Distances below the adventurer's own do not depend on farther cells, so
+            # only a wall among the nearer layers changes the way (or cuts it: step 4).
             self._route(here)
             if self.depth < 0:
                 self.dest = 0
@@ -259,18 +261,18 @@ class Game(TurnEpisode):
 
     def _choose(self, here: int) -> None:
         """Step 5: the first cell of q that is unseen and reachable in the tentative map."""
-        region = self.grid.flood(here, self.free)
         q, n, w = self.q, self.n, self.grid.width
         k = self.next_q
         while True:
             r, c = divmod(q[k], n)
             bit = 1 << (r * w + c)
-            if bit & region and not bit & self.revealed:
-                break
+            if not bit & self.revealed:
+                self.dest = bit
+                self._route(here)
+                if self.depth >= 0:
+                    break
             k += 1  # never valid again: revealed cells stay so, the region only shrinks
         self.next_q = k
-        self.dest = bit
-        self._route(here)
 
     def _move(self) -> None:
         """Step 6: one step down the layers, ties up, down, left, right."""

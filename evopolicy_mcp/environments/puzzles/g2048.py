@@ -138,7 +138,7 @@ class Game(TurnEpisode):
 
     def _view(self) -> np.ndarray:
         n = self.n
-        return VALUES[np.frombuffer(bytes(self.board), dtype=np.uint8)].reshape(n, n)
+        return VALUES.take(np.frombuffer(self.board, dtype=np.uint8)).reshape(n, n)
 
     def _begin(self) -> np.ndarray:
         return self._view()
