@@ -133,7 +133,14 @@ def scramble(depth: int, seed: int) -> list[int]:
 
 
 def spec(options: Options) -> EnvSpec:
-    meta = {"depth": options.depth, "moves": MOVE_NAMES, "faces": FACES}
+    meta = {
+        "depth": options.depth,
+        "moves": MOVE_NAMES,
+        "faces": FACES,
+        "permutations": [list(p) for p in PERMUTATIONS],
+        "permutation_note": "after move m, sticker i (flat index 0..53) shows the colour that "
+        "sticker permutations[m][i] showed before",
+    }
     return game_spec(OBSERVATION, ACTIONS, meta, METRICS, options.max_moves)
 
 
