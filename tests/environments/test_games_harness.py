@@ -31,9 +31,7 @@ SHORT: dict[str, dict[str, int]] = {"puzzles/tetris-10x20": {"pieces": 40}}
 
 def tasks_of(family: str, game: str) -> list[Task]:
     """The tasks playing ``game``, the smallest first (by the sum of their size parameters)."""
-    found = [
-        t for t in TASKS.values() if t.adapter == family and t.parameters.get("game") == game
-    ]
+    found = [t for t in TASKS.values() if t.adapter == family and t.parameters.get("game") == game]
     assert found, f"no task plays {family} game {game}"
     return sorted(found, key=lambda t: sum(v for v in t.parameters.values() if type(v) is int))
 

@@ -97,6 +97,14 @@ def test_puzzles_have_one_solution_and_the_asked_clues(clues: int, low: int, hig
         assert sudoku.count_solutions(puzzle) == 1
 
 
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("clues", [36, 17])
+def test_puzzles_have_one_solution_on_many_seeds(clues: int) -> None:
+    for seed in range(100, 300):
+        puzzle, solution = sudoku.generate(clues, seed)
+        assert valid(solution) and sudoku.count_solutions(puzzle) == 1
+
+
 def test_the_solution_counter_counts() -> None:
     assert sudoku.count_solutions([0] * 81, limit=5) == 5
     _, solution = sudoku.generate(30, 1)
