@@ -173,6 +173,10 @@ class Game(TurnEpisode):
         }
 
     def _place(self, action: Any) -> None:
+        if isinstance(action, np.ndarray) and action.dtype.kind in "iu" and (
+            action.size == 0 or (action.ndim == 2 and action.shape[1] == 2)
+        ):
+            action = action.reshape(-1, 2).tolist()
         if type(action) not in (list, tuple):
             raise InvalidAction(f"expected a list of [row, col] cells, got {type(action).__name__}")
         if not action:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
+import numpy as np
 import pytest
 
 from evopolicy_mcp.environments.contests import ahc054
@@ -198,6 +199,7 @@ def forest() -> TurnEpisode:
         ([[1, 2, 3]], "expected"),
         ([[1.0, 2]], "expected"),
         ("3 4", "expected a list"),
+        (np.array([[1.5, 2.0]]), "expected a list"),
         (None, "expected a list"),
     ],
 )
@@ -210,7 +212,7 @@ def test_treants_that_break_the_rules_are_invalid(action: object, why: str) -> N
 
 def test_valid_treants_become_trees_the_adventurer_sees() -> None:
     g = forest()
-    obs = g.step([[4, 10], [2, 9]]).observation  # before any look down the column
+    obs = g.step(np.array([[4, 10], [2, 9]])).observation  # before any look down the column
     assert g.metrics()["treants"] == 2 and obs["turn"] == 1
     assert [4, 10] in obs["new_revealed"] and [5, 10] not in obs["new_revealed"]
     positions = [tuple(obs["position"])]
