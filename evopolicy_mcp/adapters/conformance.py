@@ -15,7 +15,10 @@ rewards and flags have allowed types; every example from
 nothing else); array actions are accepted; ``metrics()`` returns floats under
 the declared names; the episode ends within ``max_steps``; ``close()`` is safe
 at any time and twice. That different seeds give different episodes is
-reported, not required (an environment may be deterministic).
+reported, not required (an environment may be deterministic). A sampled action
+inside the space that the episode's state forbids (a move into a wall, an
+upgrade you cannot afford) raises ``InvalidAction`` and ends that episode, as it
+would end a policy's; the replay must end the same way.
 """
 
 from __future__ import annotations
@@ -48,7 +51,14 @@ from evopolicy_mcp.adapters.spaces import (
     sample_action,
 )
 
-__all__ = ["Check", "check_adapter", "check_loaded", "render", "trajectory_digest"]
+__all__ = [
+    "Check",
+    "check_adapter",
+    "check_loaded",
+    "feed_digest",
+    "render",
+    "trajectory_digest",
+]
 
 HORIZON_CAP = 100_000  # longest max_steps the horizon check will walk
 
@@ -103,23 +113,25 @@ def trajectory_digest(
     run = _rollout(adapter, parameters, spec, seed, steps)
     digest = hashlib.sha256()
     for item in [*run.records, run.metrics]:
-        _feed(digest, item)
+        feed_digest(digest, item)
     return digest.hexdigest()
 
 
-def _feed(digest: Any, value: Any) -> None:
+def feed_digest(digest: Any, value: Any) -> None:
+    """Add ``value`` (an observation, action, metrics: arrays, lists, dicts, scalars) to a
+    hashlib ``digest``, type and shape included."""
     if isinstance(value, np.ndarray):
         digest.update(f"a{value.dtype.str}{value.shape}".encode())
         digest.update(np.ascontiguousarray(value).tobytes())
     elif isinstance(value, list | tuple):
         digest.update(f"l{len(value)}".encode())
         for item in value:
-            _feed(digest, item)
+            feed_digest(digest, item)
     elif isinstance(value, dict):
         digest.update(f"m{len(value)}".encode())
         for key, item in value.items():
-            _feed(digest, key)
-            _feed(digest, item)
+            feed_digest(digest, key)
+            feed_digest(digest, item)
     else:
         digest.update(f"{type(value).__name__}:{value!r};".encode())
 
@@ -180,6 +192,7 @@ class _Trajectory:
     records: list[tuple[Any, ...]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     metrics: Any = None
+    invalid: bool = False  # ended on a sampled action the episode's state forbids
 
 
 def check_loaded(
@@ -209,11 +222,18 @@ def check_loaded(
         return [*checks, Check("episodes", False, f"an episode failed: {_fault(exc)}")]
     pairs = [(runs[i][0], runs[i + 1][0]) for i in range(0, len(runs), 2)]
     diverged = [f"seed {a.seed}: {d}" for a, b in pairs if (d := _difference(a, b))]
+    ended = [t for t, _ in runs if t.invalid]
+    note = (
+        f" ({len(ended)} of {len(runs)} sampled episodes ended after "
+        f"{min(len(t.records) - 2 for t in ended)}+ steps on an action the state forbids)"
+        if ended
+        else ""
+    )
     checks.append(
         Check(
             "deterministic_replay",
             not diverged,
-            "; ".join(diverged) or f"seeds {list(seeds)} replay identically",
+            "; ".join(diverged) or f"seeds {list(seeds)} replay identically{note}",
         )
     )
     if len(pairs) > 1:
@@ -252,8 +272,8 @@ def _check_artifacts(
             return None
         episode.reset()
         for _ in range(steps):
-            step = episode.step(sample_action(spec.action_space, rng))
-            if step.terminated or step.truncated:
+            step = _sampled_step(episode, spec, rng)
+            if step is None or step.terminated or step.truncated:
                 break
         files = episode.artifacts()
         report = episode.report() if hasattr(episode, "report") else None
@@ -322,7 +342,12 @@ def _rollout(
         _note(out.problems, observation_problem(obs, "reset() observation"))
         for _ in range(steps):
             action = sample_action(spec.action_space, rng)
-            step = episode.step(action)
+            try:
+                step = episode.step(action)
+            except InvalidAction as exc:
+                out.records.append((action, "invalid_action", str(exc)))
+                out.invalid = True
+                break
             out.records.append(
                 (action, step.observation, step.reward, step.terminated, step.truncated)
             )
@@ -334,6 +359,16 @@ def _rollout(
     finally:
         episode.close()
     return out
+
+
+def _sampled_step(episode: Any, spec: EnvSpec, rng: random.Random) -> Any:
+    """One step with a sampled action, or None when the episode's state forbids that action
+    (InvalidAction): inside the space but against the rules now, it ends the episode as it
+    would end a policy's."""
+    try:
+        return episode.step(sample_action(spec.action_space, rng))
+    except InvalidAction:
+        return None
 
 
 def _note(problems: list[str], problem: str | None) -> None:
@@ -438,6 +473,15 @@ def _check_array_actions(
     array = np.asarray(action, dtype=dtype)
     try:
         _with_episode(adapter, parameters, seed, lambda e: (e.reset(), e.step(array)))
+    except InvalidAction as exc:
+        # Allowed only where the same action as a list is refused the same way: the
+        # episode's state forbids it, not its form.
+        try:
+            _with_episode(adapter, parameters, seed, lambda e: (e.reset(), e.step(action)))
+        except InvalidAction as plain:
+            if str(plain) == str(exc):
+                return Check("array_actions", True, f"numpy {dtype} arrays as lists: {exc}")
+        return Check("array_actions", False, f"numpy array {array!r} raised {_fault(exc)}")
     except Exception as exc:
         return Check("array_actions", False, f"numpy array {array!r} raised {_fault(exc)}")
     return Check("array_actions", True, f"numpy {dtype} arrays accepted")
@@ -456,8 +500,8 @@ def _check_horizon(
     def walk(episode: Any) -> int:
         episode.reset()
         for t in range(1, limit + 1):
-            step = episode.step(sample_action(spec.action_space, rng))
-            if step.terminated or step.truncated:
+            step = _sampled_step(episode, spec, rng)
+            if step is None or step.terminated or step.truncated:
                 return t
         return limit + 1
 

@@ -131,27 +131,6 @@ def int_list(action: Any, highs: tuple[int, ...], check: Callable[[Any], Any]) -
     return [int(v) for v in check(action)]
 
 
-def sequence_of(item: dict[str, Any], description: str = "") -> dict[str, Any]:
-    """A list of any length of ``item`` (until the kit has it)."""
-    return {"type": "sequence", "item": item, "description": description}
-
-
-def text(
-    max_length: int | None = None,
-    min_length: int = 0,
-    charset: str | None = None,
-    description: str = "",
-) -> dict[str, Any]:
-    """A str (until the kit has it)."""
-    return {
-        "type": "text",
-        "min_length": min_length,
-        "max_length": max_length,
-        "charset": charset,
-        "description": description,
-    }
-
-
 class TurnEpisode:
     """The life of one episode: new -> running -> over (or invalid) -> closed.
 

@@ -314,12 +314,24 @@ def load_catalog(extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> Catalog:
             if directory != BUILTIN_TASKS_DIR:
                 raise TaskError(f"tasks directory {directory} does not exist")
             continue
+        here: dict[str, Path] = {}  # a family may span files of one directory (one per game)
         for path in sorted(directory.glob("*.toml")):
             family, found = load_file(path)
             if family is not None:
+                first = here.setdefault(family.id, path)
+                known = families.get(family.id)
+                if first != path and known is not None and _described(known) != _described(family):
+                    raise TaskError(
+                        f"{path}: family {family.id!r} is also declared in {first.name} with "
+                        "another title, summary or extra; the files of a family must agree"
+                    )
                 families[family.id] = family
             tasks.update((t.id, t) for t in found)
     return Catalog(dict(sorted(tasks.items())), families)
+
+
+def _described(family: FamilyInfo) -> tuple[str, str, str | None]:
+    return family.title, family.summary, family.extra
 
 
 def load_tasks(extra_dirs: Iterable[str | os.PathLike[str]] = ()) -> dict[str, Task]:

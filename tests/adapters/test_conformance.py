@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from evopolicy_mcp.adapters.conformance import Check, check_adapter, check_loaded, render
-from evopolicy_mcp.adapters.protocol import EnvSpec, Step
+from evopolicy_mcp.adapters.protocol import EnvSpec, InvalidAction, Step
 from evopolicy_mcp.tasks.model import load_tasks
 
 # A complete third-party adapter: a 1-D random walk built with the spaces helpers.
@@ -215,9 +215,51 @@ class InfiniteBounds(walk.RandomWalkAdapter):  # type: ignore[name-defined]
         return EnvSpec(space, base.action_space, base.metadata, base.metrics, base.max_steps)
 
 
+class Walled(walk.RandomWalkAdapter):  # type: ignore[name-defined]
+    """Forbids pushing outward beyond |x| > 1: an action inside the space that the state
+    rules out, which ends the episode as invalid_action."""
+
+    def make_episode(self, parameters: Any, seed: int) -> Any:
+        episode = walk.Walk(seed, 30)
+        inner = episode.check
+
+        def walls(action: Any) -> Any:
+            push = inner(action)
+            if abs(episode.x) > 1 and float(push[0]) * episode.x > 0:
+                raise InvalidAction(f"x = {episode.x:.3f}: pushing outward is forbidden")
+            return push
+
+        episode.check = walls
+        return episode
+
+
+class MovingWalls(walk.RandomWalkAdapter):  # type: ignore[name-defined]
+    """Forbids an action depending on unseeded randomness: replays end differently."""
+
+    def make_episode(self, parameters: Any, seed: int) -> Any:
+        episode = walk.Walk(seed, 30)
+        inner, rng = episode.check, np.random.default_rng()
+
+        def walls(action: Any) -> Any:
+            if episode.t >= 1 and rng.random() < 0.3:  # never the first step
+                raise InvalidAction(f"a wall moved to {rng.random():.9f}")
+            return inner(action)
+
+        episode.check = walls
+        return episode
+
+
+def test_actions_the_state_forbids_end_sampled_episodes_without_failing_a_check() -> None:
+    checks = check_loaded(Walled())
+    assert not failed(checks), render(checks)
+    replay = next(c.detail for c in checks if c.name == "deterministic_replay")
+    assert "ended after" in replay and "on an action the state forbids" in replay
+
+
 @pytest.mark.parametrize(
     ("adapter", "check"),
     [
+        (MovingWalls, "deterministic_replay"),
         (Unseeded, "deterministic_replay"),
         (Clipping, "invalid_actions"),
         (WrongError, "invalid_actions"),

@@ -9,8 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
+from evopolicy_mcp.adapters.conformance import feed_digest
 from evopolicy_mcp.adapters.protocol import InvalidAction, load_adapter
 from evopolicy_mcp.environments.turns import GameAdapter, Options, TurnEpisode
 from evopolicy_mcp.policy import PolicyContext
@@ -44,22 +43,6 @@ def baseline(name: str) -> ModuleType:
     return module
 
 
-def _feed(digest: Any, value: Any) -> None:
-    if isinstance(value, np.ndarray):
-        digest.update(f"a{value.dtype.str}{value.shape}".encode())
-        digest.update(np.ascontiguousarray(value).tobytes())
-    elif isinstance(value, list | tuple):
-        digest.update(f"l{len(value)}".encode())
-        for item in value:
-            _feed(digest, item)
-    elif isinstance(value, dict):
-        for key in sorted(value):
-            digest.update(str(key).encode())
-            _feed(digest, value[key])
-    else:
-        digest.update(f"{type(value).__name__}:{value!r};".encode())
-
-
 def play(
     family: str,
     parameters: Mapping[str, Any],
@@ -84,7 +67,7 @@ def play(
     episode = ad.make_episode(parameters, seed)
     digest = hashlib.sha256()
     obs = episode.reset()
-    _feed(digest, obs)
+    feed_digest(digest, obs)
     steps = 0
     try:
         while steps < limit:
@@ -93,7 +76,7 @@ def play(
             steps += 1
             obs = step.observation
             for part in (action, obs, step.reward, step.terminated, step.truncated):
-                _feed(digest, part)
+                feed_digest(digest, part)
             if step.terminated or step.truncated:
                 break
         return episode.metrics(), digest.hexdigest(), steps

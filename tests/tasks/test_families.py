@@ -120,6 +120,21 @@ def test_a_bad_family_file_names_the_file_and_the_variant(
     assert str(path) in str(caught.value)
 
 
+def test_a_family_may_span_files_that_agree_on_it(tmp_path: Path) -> None:
+    write(tmp_path, FAMILY)
+    ponds = FAMILY.replace('id = "small"', 'id = "tiny"').replace('id = "large"', 'id = "huge"')
+    write(tmp_path, ponds, "lakes-more.toml")
+    catalog = load_catalog([tmp_path])
+    assert {"lakes/small", "lakes/tiny", "lakes/huge-dry"} <= set(catalog.tasks)
+    write(
+        tmp_path,
+        ponds.replace('summary = "walk across ice"', 'summary = "swim"'),
+        "lakes-more.toml",
+    )
+    with pytest.raises(TaskError, match="also declared in lakes-more.toml with another title"):
+        load_catalog([tmp_path])
+
+
 def test_flat_ids_keep_working_beside_family_ids() -> None:
     tasks = load_tasks()
     for flat in ("cartpole", "taxi", "crafter", "blackjack"):

@@ -33,24 +33,22 @@ PARAMETERS: dict[str, Param] = {}
 RING = ((-1, -1), (-1, 0), (-1, 1), (0, 1), (1, 1), (1, 0), (1, -1), (0, -1))
 
 PLACEMENT = spaces.multi_discrete([HIGH, HIGH], description="[row, col] of a cell to plant")
-ACTIONS = {
-    "type": "sequence",
-    "item": PLACEMENT,
-    "description": "the Treants to plant this turn, a list of [row, col] (empty: none). Each "
-    "cell must be inside the N x N forest, not yet revealed, and empty (no tree or Treant), "
-    "without repeats; afterwards the entrance must still reach the flower through empty "
-    "cells. Any other list is invalid_action (the judge's WA)",
-}
+ACTIONS = spaces.sequence_of(
+    PLACEMENT,
+    "the Treants to plant this turn, a list of [row, col] (empty: none). Each cell must be "
+    "inside the N x N forest, not yet revealed, and empty (no tree or Treant), without repeats; "
+    "afterwards the entrance must still reach the flower through empty cells. Any other list "
+    "is invalid_action (the judge's WA)",
+)
 OBSERVATION = spaces.dict_of(
     {
         "turn": spaces.box(0, HIGH * HIGH * TURNS_PER_CELL, (), "int64"),
         "position": spaces.multi_discrete([HIGH, HIGH], description="[row, col] of the adventurer"),
-        "new_revealed": {
-            "type": "sequence",
-            "item": PLACEMENT,
-            "description": "[row, col] of each cell revealed in the last turn (the first "
-            "observation: the entrance)",
-        },
+        "new_revealed": spaces.sequence_of(
+            PLACEMENT,
+            "[row, col] of each cell revealed in the last turn (the first observation: the "
+            "entrance)",
+        ),
     },
     description="the start of a turn; the first observation also holds N, entrance, flower "
     "([row, col]) and grid (N strings, '.' empty, 'T' tree; row 0 first)",
@@ -173,8 +171,10 @@ class Game(TurnEpisode):
         }
 
     def _place(self, action: Any) -> None:
-        if isinstance(action, np.ndarray) and action.dtype.kind in "iu" and (
-            action.size == 0 or (action.ndim == 2 and action.shape[1] == 2)
+        if (
+            isinstance(action, np.ndarray)
+            and action.dtype.kind in "iu"
+            and (action.size == 0 or (action.ndim == 2 and action.shape[1] == 2))
         ):
             action = action.reshape(-1, 2).tolist()
         if type(action) not in (list, tuple):

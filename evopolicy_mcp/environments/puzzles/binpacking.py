@@ -14,13 +14,7 @@ import numpy as np
 
 from evopolicy_mcp.adapters import spaces
 from evopolicy_mcp.adapters.protocol import AdapterError, EnvSpec, InvalidAction, Step
-from evopolicy_mcp.environments.turns import (
-    Options,
-    Param,
-    TurnEpisode,
-    game_spec,
-    sequence_of,
-)
+from evopolicy_mcp.environments.turns import Options, Param, TurnEpisode, game_spec
 
 PARAMETERS = {
     "items": Param(120, 2, 10_000, "items in an episode"),
@@ -60,7 +54,7 @@ def spec(options: Options) -> EnvSpec:
     observation = spaces.dict_of(
         {
             "item": spaces.box(options.low, options.high, (), "int64", description="its size"),
-            "loads": sequence_of(
+            "loads": spaces.sequence_of(
                 spaces.box(0, options.capacity, (), "int64"),
                 "int64 array: load of each open bin, in the order opened",
             ),

@@ -81,18 +81,15 @@ def spec(options: Options) -> EnvSpec:
         "metadata.shapes), column of the piece's left edge; a piece that would stick out on "
         "the right is invalid_action",
     )
-    board = {
-        "type": "sequence",
-        "item": {"type": "text", "min_length": width, "max_length": width, "charset": ".#"},
-        "description": f"{height} strings of {width} characters, row 0 at the top: '#' filled, "
-        "'.' empty",
-    }
-    letter = {"type": "text", "min_length": 1, "max_length": 1, "charset": NAMES}
+    board = spaces.sequence_of(
+        spaces.text(width, width, ".#"),
+        f"{height} strings of {width} characters, row 0 at the top: '#' filled, '.' empty",
+    )
     observation = spaces.dict_of(
         {
             "board": board,
-            "piece": {**letter, "description": "the piece to place"},
-            "next": {**letter, "description": "the piece after it"},
+            "piece": spaces.text(1, 1, NAMES, "the piece to place"),
+            "next": spaces.text(1, 1, NAMES, "the piece after it"),
             "pieces_left": spaces.box(1, options.pieces, (), "int64"),
         },
         description="pieces are letters I O T S Z J L",
