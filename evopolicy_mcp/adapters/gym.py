@@ -30,13 +30,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evopolicy_mcp.adapters import replay, spaces
 from evopolicy_mcp.adapters.protocol import AdapterError, EnvSpec, Step
 from evopolicy_mcp.adapters.replay import GIF_FRAMES
+from evopolicy_mcp.adapters.reuse import Idle
 
 __all__ = [
     "Describe",
@@ -45,6 +46,7 @@ __all__ = [
     "Kwarg",
     "Tally",
     "Texts",
+    "Watch",
 ]
 
 PARAMETERS = ("env_id", "package", "kwargs", "max_episode_steps")
@@ -77,6 +79,25 @@ class Kwarg:
 Describe = Callable[[Any, Mapping[str, Any]], dict[str, Any]]
 
 
+class Watch(Protocol):
+    """Follows one episode step by step, for a family's own metrics and report."""
+
+    def start(self, observation: Any) -> None: ...
+
+    def step(self, action: Any, observation: Any, reward: float, info: Mapping[str, Any]) -> None:
+        """After each step; costs a few microseconds (it runs on every step)."""
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def report(self) -> dict[str, Any]:
+        """Bounded JSON diagnostics (a few kB whatever the length)."""
+
+
+Record = Callable[
+    [Callable[..., Any], int, Sequence[Any], Any], tuple[dict[str, bytes], str | None]
+]
+
+
 def _nothing(env: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
@@ -100,6 +121,18 @@ class Texts:
     ``max_steps``). ``replay = False`` for environments that cannot render;
     ``replay_kwargs`` are render-only constructor arguments (a frame size) and
     ``replay_frames`` bounds the frames drawn where rendering is slow.
+
+    For simulators that need more: ``seed(env, seed)`` seeds, on the unwrapped
+    environment, what ``reset(seed=)`` does not (NetHack's own generators), before
+    every reset, the replay's included. ``watch(env, settings)`` makes a
+    :class:`Watch` that follows each episode for a richer report and more
+    metrics. ``record(make, seed, actions, last)`` writes a traced episode's files
+    instead of ``replay.gif`` (a text replay): ``make(**kwargs)`` gives a fresh,
+    seeded environment to re-play in; it returns the files and a note, or raises
+    :class:`~evopolicy_mcp.adapters.replay.ReplayUnavailable`. ``reuse = True``
+    keeps finished environments for later episodes with the same parameters
+    (:mod:`evopolicy_mcp.adapters.reuse`), for simulators that take longer to
+    build than to play and whose seeded reset restores everything.
     """
 
     observation: Describe = _nothing
@@ -118,6 +151,10 @@ class Texts:
     replay: bool = True
     replay_kwargs: dict[str, Any] = field(default_factory=dict)
     replay_frames: int = GIF_FRAMES  # fewer where rendering is slow (software GL)
+    seed: Callable[[Any, int], None] | None = None
+    watch: Callable[[Any, Mapping[str, Any]], Watch] | None = None
+    record: Record | None = None
+    reuse: bool = False
 
 
 GENERIC = Texts()
@@ -155,6 +192,7 @@ class _Config:
         if package is not None and (not isinstance(package, str) or not _MODULE.fullmatch(package)):
             raise AdapterError(f"parameter package must be a module name, got {package!r}")
         self.adapter = adapter
+        self.key = json.dumps(dict(parameters), sort_keys=True, default=str)
         self.env_id: str = env_id
         self.package: str | None = package
         self.texts: Texts = texts
@@ -207,8 +245,7 @@ class _Config:
                 self.env_id,
                 max_episode_steps=self.max_episode_steps,
                 disable_env_checker=True,
-                **self.kwargs,
-                **extra,
+                **{**self.kwargs, **extra},  # a replay's own arguments win
             )
         except (gymnasium.error.DependencyNotInstalled, ImportError) as exc:
             raise AdapterError(
@@ -216,6 +253,18 @@ class _Config:
             ) from None
         except (gymnasium.error.Error, TypeError, ValueError, KeyError, AssertionError) as exc:
             raise AdapterError(f"cannot make {self.env_id}: {_short(exc)}") from None
+
+    def take(self) -> Any:
+        """An environment for an episode: an idle one where the family reuses them."""
+        found = self.adapter.idle.take(self.key) if self.texts.reuse else None
+        return found if found is not None else self.make()
+
+    def done(self, env: Any, reusable: bool) -> None:
+        """Close ``env``, or keep it for a later episode where the family reuses them."""
+        if reusable and self.texts.reuse:
+            self.adapter.idle.give(self.key, env)
+        else:
+            env.close()
 
 
 def _type_names(types: tuple[type, ...]) -> str:
@@ -246,6 +295,7 @@ class GymAdapter:
         self.example_parameters = dict(example_parameters or {})
         self._specs: dict[str, tuple[EnvSpec, spaces.Validator]] = {}
         self._lock = threading.Lock()
+        self.idle = Idle()
 
     @property
     def supported(self) -> list[str]:
@@ -281,16 +331,16 @@ class GymAdapter:
         self, parameters: Mapping[str, Any]
     ) -> tuple[_Config, tuple[EnvSpec, spaces.Validator]]:
         config = _Config(self, parameters)
-        key = json.dumps(dict(parameters), sort_keys=True, default=str)
         with self._lock:
-            if key not in self._specs:
+            if config.key not in self._specs:
                 spec = _build_spec(config)
-                self._specs[key] = (spec, spaces.action_validator(spec.action_space))
-            return config, self._specs[key]
+                self._specs[config.key] = (spec, spaces.action_validator(spec.action_space))
+            return config, self._specs[config.key]
 
 
 def _build_spec(config: _Config) -> EnvSpec:
-    env = config.make()
+    env = config.take()
+    described = False
     try:
         raw, texts, settings = env.unwrapped, config.texts, config.settings
         try:
@@ -306,8 +356,9 @@ def _build_spec(config: _Config) -> EnvSpec:
         if max_steps is None and texts.horizon is not None:
             max_steps = texts.horizon(raw)
         extra = texts.extra(raw, settings)
+        described = True
     finally:
-        env.close()
+        config.done(env, reusable=described)
     import gymnasium
 
     metadata = {
@@ -336,7 +387,7 @@ def _public(obs: Any) -> Any:
 
 
 class GymEpisode:
-    """One fresh Gymnasium environment, seeded once at reset."""
+    """One fresh Gymnasium environment (or a reused one, reset alike), seeded at reset."""
 
     def __init__(
         self, config: _Config, spec: EnvSpec, validator: spaces.Validator, seed: int
@@ -346,23 +397,35 @@ class GymEpisode:
         self._texts = config.texts
         self._validate = validator
         self._seed = int(seed)
-        self._env: Any = config.make()
+        self._env: Any = config.take()
+        self._watch: Watch | None = None
         self._tally = Tally()
         self._actions: list[Any] = []  # what the replay re-plays
         self._last: Any = None
         self._note: str | None = None
         self._started = False
         self._closed = False
+        self._intact = True  # False once the environment raised: never reused then
+
+    def _seeded(self, env: Any) -> Any:
+        if self._texts.seed is not None:
+            self._texts.seed(env.unwrapped, self._seed)
+        return env
 
     def reset(self) -> Any:
         if self._closed:
             raise AdapterError("this episode is closed; make a new one")
-        obs, _ = self._env.reset(seed=self._seed)
+        self._intact = False
+        obs, _ = self._seeded(self._env).reset(seed=self._seed)
         self._env.action_space.seed(self._seed)
+        self._intact = True
         self._tally = Tally()
         self._actions.clear()
         self._started = True
         self._last = obs
+        if self._texts.watch is not None:
+            self._watch = self._texts.watch(self._env.unwrapped, self._config.settings)
+            self._watch.start(obs)
         return _public(obs)
 
     def step(self, action: Any) -> Step:
@@ -372,7 +435,9 @@ class GymEpisode:
         if tally.terminated or tally.truncated:
             raise AdapterError("the episode is over; make a new episode for the next one")
         env_action = self._validate(action)  # raises InvalidAction, never clips
+        self._intact = False
         obs, reward, terminated, truncated, info = self._env.step(env_action)
+        self._intact = True
         self._actions.append(env_action)
         self._last = obs
         obs, reward = _public(obs), float(reward)
@@ -384,23 +449,37 @@ class GymEpisode:
         for name, hit in self._texts.counters.items():
             if hit(obs, reward, info):
                 tally.counts[name] = tally.counts.get(name, 0) + 1
+        if self._watch is not None:
+            self._watch.step(env_action, obs, reward, info)
         return Step(obs, reward, tally.terminated, tally.truncated)
 
     def metrics(self) -> dict[str, float]:
-        return {k: float(v) for k, v in self._texts.outcome(self._tally).items()}
+        found = self._texts.outcome(self._tally)
+        if self._watch is not None:
+            found = {**found, **self._watch.metrics()}
+        return {k: float(v) for k, v in found.items()}
 
     def artifacts(self) -> dict[str, bytes]:
-        """``replay.gif`` of this episode, re-played from its seed and actions."""
-        if not self._texts.replay or not self._actions:
+        """``replay.gif`` of this episode (or the family's own files), re-played from its
+        seed and actions."""
+        texts = self._texts
+        if not texts.replay or not self._actions:
             return {}
         config = self._config
+
+        def make(**kwargs: Any) -> Any:
+            return self._seeded(config.make(**kwargs))
+
         try:
+            if texts.record is not None:
+                files, self._note = texts.record(make, self._seed, self._actions, self._last)
+                return files
             made = replay.replay_gif(
-                lambda: config.make(render_mode="rgb_array", **self._texts.replay_kwargs),
+                lambda: make(render_mode="rgb_array", **texts.replay_kwargs),
                 self._seed,
                 self._actions,
                 self._last,
-                self._texts.replay_frames,
+                texts.replay_frames,
             )
         except replay.ReplayUnavailable as exc:
             self._note = str(exc)
@@ -409,10 +488,14 @@ class GymEpisode:
         return {"replay.gif": made.gif}
 
     def report(self) -> dict[str, Any] | None:
-        """Only what the replay's maker has to say (why there is none, for one)."""
-        return {"replay": self._note} if self._note else None
+        """The family's report, if it follows episodes, and what the replay's maker has to
+        say (why there is none, for one)."""
+        found = self._watch.report() if self._watch is not None else {}
+        if self._note:
+            found = {**found, "replay": self._note}
+        return found or None
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._env.close()
+            self._config.done(self._env, reusable=self._intact)
