@@ -14,6 +14,7 @@ seed and buttons give the same episode in any process, another seed another one.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import subprocess
@@ -142,7 +143,8 @@ class RetroEnv(gymnasium.Env[np.ndarray, np.ndarray]):
         proc = self._proc
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
-                stream.close()  # the child ends when its commands end
+                with contextlib.suppress(OSError):  # a dead child: the pipe is broken
+                    stream.close()  # the child ends when its commands end
         try:
             proc.wait(CLOSE_SECONDS)
         except subprocess.TimeoutExpired:
