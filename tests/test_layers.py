@@ -91,6 +91,13 @@ SIMULATORS = {
     "pygame",
     "dm_control",
     "nle",
+    "minihack",
+    "gymnasium_robotics",
+    "metaworld",
+    "robosuite",
+    "vizdoom",
+    "stable_retro",
+    "retro",
 }
 # Third-party packages allowed in the kernel and runner; the template process loads these.
 KERNEL_THIRD_PARTY = {"numpy"}

@@ -288,8 +288,8 @@ def plain(obs: Any) -> Any:
         return [plain(x) for x in obs]
     if isinstance(obs, tuple):
         return tuple(plain(x) for x in obs)
-    if isinstance(obs, dict):
-        return {k: plain(v) for k, v in obs.items()}
+    if isinstance(obs, dict):  # dicts of arrays (NetHack, dm_control, robots) skip the call
+        return {k: v if type(v) is np.ndarray else plain(v) for k, v in obs.items()}
     return obs
 
 

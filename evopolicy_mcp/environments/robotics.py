@@ -166,6 +166,7 @@ ROBOTICS = Texts(
     outcome=_outcome,
     replay_kwargs={"width": 160, "height": 160},
     replay_frames=60,  # software GL draws a few dozen frames a second
+    reuse=True,
 )
 
 FETCH = dataclasses.replace(ROBOTICS, action=_fetch_action)

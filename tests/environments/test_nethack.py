@@ -110,3 +110,19 @@ def test_nethack_actions_are_described_by_their_keys() -> None:
     assert "search" in meanings[22] and spec.metadata["action_keys"][17:19] == ["up", "down"]
     blstats = spec.observation_space["spaces"]["blstats"]["components"]
     assert [c["name"] for c in blstats][9:13] == ["score", "hitpoints", "max_hitpoints", "depth"]
+
+
+def test_a_reused_environment_s_end_screen_shows_no_other_episode_s_game() -> None:
+    keys = ["tty_chars", "blstats", "message", "chars", "glyphs", "colors"]
+    parameters = {**SCORE, "kwargs": {**SCORE["kwargs"], "observation_keys": keys}}
+    screens = []
+    for seed in (5, 6):  # the second episode runs in the first one's environment
+        keys_pressed = random.Random(0)
+        episode, obs, _ = run(
+            NETHACK, parameters, seed, lambda obs, r=keys_pressed: r.randrange(23)
+        )
+        episode.close()
+        screens.append("\n".join(bytes(r).decode("latin-1") for r in obs["tty_chars"]))
+    assert "starved" in screens[0]
+    assert "top ten" in screens[1] or "died" in screens[1]
+    assert "starved" not in screens[1]  # the first game is not in the second's list

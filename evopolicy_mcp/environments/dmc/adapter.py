@@ -177,6 +177,7 @@ DMC = Texts(
     extra=_extra,
     replay_kwargs={"width": 160, "height": 160},
     replay_frames=60,  # software GL draws a few dozen frames a second
+    reuse=True,
 )
 
 

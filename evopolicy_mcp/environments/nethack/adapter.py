@@ -11,6 +11,7 @@ every reset, without NetHack's own reseeding), the per-episode report
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from evopolicy_mcp.adapters.gym import GymAdapter, Texts
@@ -66,7 +67,8 @@ _MASK = (1 << 64) - 1
 
 
 def seed_nethack(env: Any, seed: int) -> None:
-    """Seed NetHack's generators from the episode's seed, without its own reseeding.
+    """Seed NetHack's generators from the episode's seed, without its own reseeding, and
+    clear the logs of earlier games.
 
     MiniHack's MiniGrid-made maps (MultiRoom) are drawn by a MiniGrid environment
     first, seeded here too (MiniHack's own seed() calls a method MiniGrid no longer has).
@@ -79,6 +81,17 @@ def seed_nethack(env: Any, seed: int) -> None:
     if inner is not None:
         inner.reset(seed=seed & 0xFFFFFFFF)
     NLE.seed(env, core, display, reseed=False)
+    _forget_other_games(env)
+
+
+def _forget_other_games(env: Any) -> None:
+    """Empty the game logs of a reused environment: NetHack shows its top-ten list (the
+    record file) when a game ends, which must not show another episode's game."""
+    vardir = Path(getattr(env.nethack, "_vardir", "") or "")
+    for name in ("record", "logfile", "xlogfile"):
+        log = vardir / name
+        if vardir.parts and log.is_file():
+            log.write_bytes(b"")
 
 
 def _labels(env: Any) -> list[str]:
@@ -135,6 +148,7 @@ def _texts(reward: str) -> Texts:
         seed=seed_nethack,
         watch=_watch,
         record=text_replay,
+        reuse=True,
     )
 
 
