@@ -61,6 +61,8 @@ def doc_tables(cls: type) -> dict[str, list[str]]:
             continue
         text = re.sub(r"</?sub>", "", cells[1])
         unit = next((cells[i] for i, c in enumerate(columns) if "unit" in c and i < len(cells)), "")
+        short = re.search(r"\(([^()]+)\)\s*$", unit)  # "angle (rad)" -> "rad"
+        unit = short.group(1) if short else unit
         entry = f"{text} ({unit})" if unit and unit not in ("-", "") else text
         table = tables.setdefault(name, [])
         if int(cells[0]) == len(table):
@@ -68,11 +70,17 @@ def doc_tables(cls: type) -> dict[str, list[str]]:
     return tables
 
 
-def _component_words(table: list[str] | None, space: Any) -> dict[str, Any]:
+COMPONENTS = 40  # longer tables go into one text: per-component entries would fill a page
+
+
+def _component_words(table: list[str] | None, space: Any, what: str) -> dict[str, Any]:
     shape = getattr(space, "shape", None)
-    if table and shape is not None and len(shape) == 1 and len(table) == shape[0]:
-        return {"descriptions": table}
-    return {}
+    if not table or shape is None or len(shape) != 1 or len(table) != shape[0]:
+        return {"description": what}
+    if len(table) <= COMPONENTS:
+        return {"description": what, "descriptions": table}
+    listed = "; ".join(f"[{i}] {text}" for i, text in enumerate(table))
+    return {"description": f"{what}, by index: {listed}"}
 
 
 GOALS = {
@@ -86,30 +94,29 @@ def _observation(env: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
     tables = doc_tables(type(env))
     space = env.observation_space
     if not hasattr(space, "spaces"):
-        return {
-            "description": "The robot's state",
-            **_component_words(tables.get("observation"), space),
-        }
+        return _component_words(tables.get("observation"), space, "The robot's state")
     parts: dict[str, Any] = {}
     for key, sub in space.spaces.items():
-        words: dict[str, Any] = {"description": GOALS.get(key, "the robot's state")}
-        if hasattr(sub, "spaces"):  # the kitchen's per-task goals
-            words["parts"] = {
+        what = GOALS.get(key, "the robot's state")
+        if not hasattr(sub, "spaces"):
+            parts[key] = _component_words(tables.get(key), sub, what)
+            continue
+        parts[key] = {  # the kitchen's goals: one array per sub-task
+            "description": what,
+            "parts": {
                 task: {
                     "description": f"{key.replace('_', ' ')} of the '{task}' sub-task "
                     "(joint positions of that object)"
                 }
                 for task in sub.spaces
-            }
-        else:
-            words.update(_component_words(tables.get(key), sub))
-        parts[key] = words
+            },
+        }
     return {"description": "A goal-aware dict of float64 arrays.", "parts": parts}
 
 
 def _action(env: Any, settings: Mapping[str, Any]) -> dict[str, Any]:
-    words = _component_words(doc_tables(type(env)).get("action"), env.action_space)
-    return {"description": "Continuous controls, each within its bounds.", **words}
+    table = doc_tables(type(env)).get("action")
+    return _component_words(table, env.action_space, "Continuous controls, each within its bounds")
 
 
 FETCH_ACTIONS = [

@@ -140,8 +140,17 @@ def baseline_files(directory: Path, limit: int = BASELINE_MAX_BYTES) -> dict[str
     return files
 
 
-# The fields after ``limits``: they fill the pages after the first, in this order.
-_LATER_FIELDS = ("baseline_files", "policy_abi", "rules", "metrics", "metadata")
+# The fields that fill pages in this order, on the first as far as they fit: a rich
+# environment's spaces alone can fill a page (the Shadow hand's 63 named components).
+_LATER_FIELDS = (
+    "observation_space",
+    "action_space",
+    "baseline_files",
+    "policy_abi",
+    "rules",
+    "metrics",
+    "metadata",
+)
 _HINT_CHARS = 300  # room kept on a page for its hint
 
 

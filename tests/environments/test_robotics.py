@@ -7,17 +7,26 @@ import pytest
 pytest.importorskip("gymnasium_robotics", reason="the [robotics] extra is not installed")
 
 from evopolicy_mcp.adapters.protocol import load_adapter  # noqa: E402
-from evopolicy_mcp.environments.robotics import FETCH_IDS, IDS, doc_tables  # noqa: E402
+from evopolicy_mcp.environments.robotics import (  # noqa: E402
+    COMPONENTS,
+    FETCH_IDS,
+    IDS,
+    doc_tables,
+)
 
 ROBOTICS = load_adapter("robotics")
 
 
 def described(space: dict) -> bool:
+    """Every component has its own words: in components, or (long tables) by index."""
     if space["type"] == "dict":
         return all(described(s) for s in space["spaces"].values())
-    return bool(space.get("description")) and (
-        len(space["shape"]) != 1 or len(space.get("components", [])) == space["shape"][0]
-    )
+    if len(space["shape"]) != 1:
+        return bool(space.get("description"))
+    size = space["shape"][0]
+    if size > COMPONENTS:
+        return f"[{size - 1}] " in space["description"] and "components" not in space
+    return len(space.get("components", [])) == size
 
 
 @pytest.mark.parametrize("env_id", [*FETCH_IDS, *IDS])

@@ -282,7 +282,7 @@ async def test_a_missing_resource_is_a_not_found_error_that_names_what_to_do(
         f"{base}/{view['submission_id']}/episodes/7": "0:2",
         f"{base}/{view['submission_id']}/episodes/x": "pool index",
         f"{base}/{view['submission_id']}/episodes/0/files/trajectory.jsonl.gz": "artifacts",
-        "evopolicy://tasks/nope": "tasks in families",
+        f"evopolicy://tasks/{MINI}x": MINI,  # the nearest ids, among many tasks
     }
     for uri, advice in missing.items():
         with pytest.raises(MCPError) as info:
