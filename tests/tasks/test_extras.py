@@ -62,23 +62,30 @@ def _top_level(distribution: str) -> set[str]:
     return {f.parts[0] for f in files if f.parts}
 
 
-@pytest.fixture(scope="module")
-def without_extra(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Environment variables for ``python -S`` that see every installed package but the
-    extra's, and this source tree."""
-    site = tmp_path_factory.mktemp("site")
-    left_out = _top_level(DISTRIBUTION)
+def reduced_environment(distribution: str, folder: Path) -> dict[str, str]:
+    """Environment variables for ``python -S`` that see every installed package but
+    ``distribution``, and this source tree."""
+    site = folder / "site"
+    site.mkdir()
+    left_out = _top_level(distribution)
     for entry in sys.path:
-        folder = Path(entry)
-        if not entry or not folder.is_dir() or "site-packages" not in folder.parts:
+        origin = Path(entry)
+        if not entry or not origin.is_dir() or "site-packages" not in origin.parts:
             continue
-        for item in folder.iterdir():
+        for item in origin.iterdir():
             target = site / item.name
             if item.name in left_out or target.exists() or item.suffix == ".pth":
                 continue
             target.symlink_to(item)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(site)])
+    return env
+
+
+@pytest.fixture(scope="module")
+def without_extra(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The reduced environment without the extra's distribution, with the task above."""
+    env = reduced_environment(DISTRIBUTION, tmp_path_factory.mktemp("reduced"))
     tasks = tmp_path_factory.mktemp("tasks")
     (tasks / "arcade.toml").write_text(TASK)
     env["EVOPOLICY_TASKS"] = str(tasks)
@@ -166,3 +173,30 @@ def test_extras_are_read_from_the_package_metadata() -> None:
     )
     assert missing_packages("dev") == []  # the tests run with it
     assert missing_packages("no-such-extra") == []
+
+
+# One shipped task of each family whose simulator is not a Gymnasium package, without it.
+SHIPPED = [
+    ("dmc", "dm-control", "dmc/cheetah-run"),
+    ("nethack", "nle", "nethack/score"),
+    ("robotics", "gymnasium-robotics", "robotics/fetch-reach"),
+    ("metaworld", "metaworld", "metaworld/reach"),
+    ("robosuite", "robosuite", "robosuite/lift"),
+    ("vizdoom", "vizdoom", "vizdoom/basic"),
+    ("retro", "stable-retro", "retro/airstriker"),
+]
+
+
+@pytest.mark.parametrize(("extra", "distribution", "task_id"), SHIPPED)
+def test_a_shipped_task_whose_extra_is_missing_says_what_to_install(
+    extra: str, distribution: str, task_id: str, tmp_path: Path
+) -> None:
+    env = reduced_environment(distribution, tmp_path)
+    listed = run(env, "-m", "evopolicy_mcp", "tasks", "--family", task_id.split("/")[0])
+    assert listed.returncode == 0, listed.stderr
+    assert f"[extra: {extra} - NOT INSTALLED]" in listed.stdout
+    done = run(env, "-m", "evopolicy_mcp", "evaluate", "--task", task_id)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert f"task {task_id!r} needs the [{extra}] extra" in done.stderr
+    assert f'pip install "evopolicy-mcp[{extra}]"' in done.stderr and distribution in done.stderr
