@@ -10,6 +10,7 @@ start and ``reset(seed=)`` re-seeds it for a new episode, so engines are reused.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -171,6 +172,14 @@ class Watch:
         }
 
 
+def _no_ini(env: Any, seed: int) -> None:
+    """The engine writes its settings to ``./_vizdoom.ini`` at start unless told where:
+    nowhere, so running a Doom task leaves no file in the host's working directory
+    (the engine still makes an empty ``./_vizdoom/`` folder; it names it in its code)."""
+    if not env.game.is_running():
+        env.game.set_doom_config_path(os.devnull)
+
+
 VIZDOOM = Texts(
     observation=_observation,
     action=_action,
@@ -180,6 +189,7 @@ VIZDOOM = Texts(
         "died": "1.0 if the player died, else 0.0",
         "kills": "monsters killed in the episode",
     },
+    seed=_no_ini,
     watch=lambda env, settings: Watch(env),
     horizon=lambda env: -(-env.game.get_episode_timeout() // env.frame_skip) or None,
     extra=_extra,

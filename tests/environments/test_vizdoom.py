@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("vizdoom", reason="the [vizdoom] extra is not installed")
@@ -27,6 +31,19 @@ def test_each_action_value_is_described_by_the_buttons_it_holds() -> None:
     variables = spec.observation_space["spaces"]["gamevariables"]["components"]
     assert [v["name"] for v in variables] == ["ammo2"]
     assert spec.max_steps == 75
+
+
+def test_a_doom_episode_writes_no_settings_file_where_the_host_runs(tmp_path: Path) -> None:
+    # The engine writes its settings when it stops, at the latest when the process ends
+    # (reused engines stay up until then): play one in a process of its own.
+    play = (
+        "from evopolicy_mcp.adapters.protocol import load_adapter\n"
+        "e = load_adapter('vizdoom').make_episode("
+        "{'env_id': 'VizdoomBasic-v1', 'kwargs': {'frame_skip': 4}}, 3)\n"
+        "e.reset(); e.step(1); e.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", play], cwd=tmp_path, check=True, timeout=120)
+    assert not (tmp_path / "_vizdoom.ini").exists()
 
 
 @pytest.mark.parametrize(("name", "end"), [("Basic", "timeout"), ("TakeCover", "died")])
