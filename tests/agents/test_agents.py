@@ -281,6 +281,7 @@ def test_finalize_stops_a_lingering_cli(agent_env: Path, tmp_path: Path, tasks_d
 
 
 def test_bad_requests_create_nothing(agent_env: Path, tmp_path: Path, tasks_dir: Path) -> None:
+    fake_cli(agent_env, "claude", "pass\n")  # installed: the requests' own faults are found
     data = tmp_path / "data"
     with pytest.raises(AgentError, match="overlaps the data directory"):
         run_agent(options(tmp_path, tasks_dir, workspace=data / "ws"))

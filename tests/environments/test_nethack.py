@@ -14,7 +14,7 @@ pytest.importorskip("minihack", reason="the [nethack] extra is not installed")
 
 from evopolicy_mcp.adapters.protocol import load_adapter  # noqa: E402
 from evopolicy_mcp.environments.nethack.replay import FRAMES, LAST_FRAMES  # noqa: E402
-from evopolicy_mcp.evaluation.episodes import REPORT_CHARS  # noqa: E402
+from evopolicy_mcp.evaluation.loop import REPORT_CHARS  # noqa: E402
 
 SCORE = {"env_id": "NetHackScore-v0", "kwargs": {"fix_moon_phase": True}}
 ROOM = {"env_id": "MiniHack-Room-5x5-v0", "kwargs": {"fix_moon_phase": True}}

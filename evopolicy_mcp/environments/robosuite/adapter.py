@@ -18,7 +18,8 @@ from evopolicy_mcp.adapters.gym import GymAdapter, Tally, Texts
 
 __all__ = ["TASKS", "describe_key", "make_adapter"]
 
-# env.SINGLE_ARM, listed so the adapter knows its ids without importing robosuite.
+# robosuite's single-arm environments (env.SINGLE_ARM), listed here so that the adapter
+# knows its ids without importing robosuite.
 TASKS = (
     "Lift",
     "Stack",

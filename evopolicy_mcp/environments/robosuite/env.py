@@ -26,27 +26,13 @@ import numpy as np
 import robosuite
 from gymnasium import spaces
 
+from evopolicy_mcp.environments.robosuite.adapter import TASKS
+
 __all__ = ["CONCATENATIONS", "HORIZON", "RobosuiteEnv", "SINGLE_ARM"]
 
 HORIZON = 500
 CONCATENATIONS = ("robot0_proprio-state", "object-state")
-SINGLE_ARM = (
-    "Lift",
-    "Stack",
-    "NutAssembly",
-    "NutAssemblySingle",
-    "NutAssemblySquare",
-    "NutAssemblyRound",
-    "PickPlace",
-    "PickPlaceSingle",
-    "PickPlaceMilk",
-    "PickPlaceBread",
-    "PickPlaceCereal",
-    "PickPlaceCan",
-    "Door",
-    "Wipe",
-    "ToolHang",
-)
+SINGLE_ARM = TASKS  # the adapter lists them so that it need not import robosuite
 
 
 class RobosuiteEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
