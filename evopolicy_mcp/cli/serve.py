@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +80,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "loopback); repeat it to give each client a token of its own: each client's runs "
         "are then its own",
     )
+    parser.add_argument(
+        "--clients-from-stdin",
+        action="store_true",
+        help="HTTP: serve only the runs bound, one JSON line each on stdin, to their clients' "
+        "tokens by the launcher that started this server; stop when stdin closes (how "
+        "`agent sweep` serves all its agents from one server)",
+    )
     add_run_arguments(parser)
 
 
@@ -105,6 +113,7 @@ def _log_to_stderr() -> None:
 def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
     data_dir = (args.data_dir or default_data_dir()).expanduser().resolve()
     bind = (args.task, args.run) if args.task is not None else None
+    shared = bool(getattr(args, "clients_from_stdin", False))
     program_root = (args.program_root or Path.cwd()).expanduser().resolve()
 
     from evopolicy_mcp.server.http_auth import is_loopback
@@ -118,6 +127,7 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             ray_address=args.ray_address,
             seed=args.seed,
             bind=bind,
+            bound_clients=shared,
             max_runs=args.max_runs
             if args.max_runs is not None or args.transport != "http"
             else HTTP_MAX_RUNS,
@@ -125,8 +135,9 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             # Over HTTP beyond loopback the client is elsewhere: its paths mean nothing here.
             allow_program_dir=args.transport == "stdio" or is_loopback(args.host),
             program_root=program_root,
-            # Judging outlives this server: a client may quit right after finalize.
-            hand_off=detached_judge(data_dir, args.tasks_dir, args),
+            # Judging outlives this server: a client may quit right after finalize. A shared
+            # server judges itself, on its one executor: its launcher keeps it up meanwhile.
+            hand_off=None if shared else detached_judge(data_dir, args.tasks_dir, args),
         )
 
     return make
@@ -159,8 +170,19 @@ def serve(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"evopolicy-mcp serve: --fd {args.fd}: {exc.strerror}", file=sys.stderr)
             return 2
+    if args.clients_from_stdin and (
+        args.transport != "http" or args.token or args.task is not None
+    ):
+        print(
+            "evopolicy-mcp serve: --clients-from-stdin needs --transport http, and takes "
+            "neither --token nor --task/--run (each client's run comes on stdin)",
+            file=sys.stderr,
+        )
+        return 2
     factory = _host_factory(args)
     try:
+        if args.clients_from_stdin:
+            return _serve_bound_clients(args, factory)
         if args.transport == "stdio":
             # The host starts once the transport has moved fd 1 off the wire, so policy
             # processes it forks cannot inherit the protocol stream.
@@ -184,3 +206,21 @@ def serve(args: argparse.Namespace) -> int:
         log.debug("server stopped", exc_info=exc)
         print(f"evopolicy-mcp serve: error: {leaf}", file=sys.stderr)
         return 1
+
+
+def _serve_bound_clients(args: argparse.Namespace, factory: Callable[[], Host]) -> int:
+    """HTTP for the clients its launcher binds on stdin (:mod:`evopolicy_mcp.server.control`)."""
+    from evopolicy_mcp.server.control import follow
+    from evopolicy_mcp.server.http_auth import Tokens, serve_http
+
+    tokens, stop = Tokens(), threading.Event()
+    with factory() as host:
+        follow(sys.stdin, host, tokens, stop)
+        where = f"http://{args.host}:{args.port}/mcp"
+        print(
+            f"evopolicy-mcp: serving MCP at {where} to the clients bound on stdin",
+            file=sys.stderr,
+            flush=True,
+        )
+        served = serve_http(build_server(host), args.host, args.port, tokens, fd=args.fd, stop=stop)
+        return 0 if served else 1

@@ -18,6 +18,9 @@ Invariants enforced here (the budget arithmetic itself is in the store):
 - One client, its runs: a run started by a named client (an MCP session over
   HTTP) answers that client only; to any other it does not exist. Runs started
   unnamed (stdio, the operator, a bound server's run) answer every caller.
+  A server shared by several agents binds each client to its run and its
+  program folder (:mod:`evopolicy_mcp.host.bindings`): any other run does not
+  exist for it, and a client without a binding reaches none.
 - Finalize orders its work: validation starts only once every admitted training
   submission of the run has finished and its feedback is committed (or it was
   refunded). No policy code of the run's training split runs while or after
@@ -28,7 +31,6 @@ Invariants enforced here (the budget arithmetic itself is in the store):
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 import threading
 import time
@@ -49,6 +51,7 @@ from evopolicy_mcp.host.admission import (
     check_open,
     rejection,
 )
+from evopolicy_mcp.host.bindings import RUN_NAME, Binding, Bindings, check_binding
 from evopolicy_mcp.host.errors import ERROR_CODES, HostError
 from evopolicy_mcp.host.feedback_pages import submission_view
 from evopolicy_mcp.host.judge import judge
@@ -87,7 +90,6 @@ __all__ = ["ERROR_CODES", "Host", "HostError", "RUN_NAME"]
 
 log = logging.getLogger(__name__)
 
-RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _FINALIZE_ATTEMPTS = 3
 _POLL_SECONDS = 0.5  # waits re-read the records this often (another process may write them)
 
@@ -116,6 +118,7 @@ class Host:
         ray_address: str | None = None,
         seed: int | None = None,
         bind: tuple[str, str] | None = None,
+        bound_clients: bool = False,
         max_runs: int | None = None,
         concurrency: int | None = None,
         close_timeout: float = 10.0,
@@ -169,6 +172,8 @@ class Host:
         except BaseException:
             self.store.close()
             raise
+        # A shared server: each client's run and program folder (see host.bindings).
+        self.bindings = Bindings(self.tasks, self.store) if bound_clients else None
         self._specs: dict[str, EnvSpec] = {}
         self._run_tasks: dict[str, Task] = {}
         self._start_lock = threading.Lock()
@@ -215,10 +220,18 @@ class Host:
 
     # ------------------------------------------------------------ tasks
 
-    def list_tasks(self, family: str | None = None) -> list[TaskInfo]:
+    def _binding(self, client: str | None) -> Binding | None:
+        """The run (its task, its program folder) ``client`` is bound to, if any; on a
+        shared server, ``unknown_run`` for a client with none."""
+        if self.bindings is not None:
+            return self.bindings.get(client)
+        return None if self.bind is None else Binding(*self.bind)
+
+    def list_tasks(self, family: str | None = None, *, client: str | None = None) -> list[TaskInfo]:
         tasks = list(self.tasks.values())
-        if self.bind is not None:
-            tasks = [t for t in tasks if t.id == self.bind[0]]
+        bound = self._binding(client)
+        if bound is not None:
+            tasks = [t for t in tasks if t.id == bound.task]
         if family is not None:
             tasks = [t for t in tasks if t.family == family]
             if not tasks:
@@ -228,20 +241,26 @@ class Host:
                 )
         return [task_info(t) for t in tasks]
 
-    def task_info(self, task_id: str) -> TaskInfo:
-        return task_info(self._task(task_id))
+    def task_info(self, task_id: str, *, client: str | None = None) -> TaskInfo:
+        return task_info(self._task(task_id, client))
 
     def describe_task(
-        self, task_id: str, *, page: int = 1, max_chars: int | None = None
+        self,
+        task_id: str,
+        *,
+        page: int = 1,
+        max_chars: int | None = None,
+        client: str | None = None,
     ) -> TaskSpec:
         """The task's public spec: whole, or with ``max_chars`` page ``page`` of it."""
-        task = self._task(task_id)
+        task = self._task(task_id, client)
         return task_spec(task, self._spec(task), page=page, max_chars=max_chars)
 
-    def _task(self, task_id: str) -> Task:
-        if self.bind is not None and task_id != self.bind[0]:
+    def _task(self, task_id: str, client: str | None = None) -> Task:
+        bound = self._binding(client)
+        if bound is not None and task_id != bound.task:
             raise HostError(
-                "unknown_task", f"this server serves only task {self.bind[0]!r}; use that id"
+                "unknown_task", f"this server serves only task {bound.task!r}; use that id"
             )
         task = self.tasks.get(task_id)
         if task is None:
@@ -275,17 +294,18 @@ class Host:
     # ------------------------------------------------------------ runs
 
     def start_run(self, task_id: str, *, client: str | None = None) -> RunInfo:
-        if self.bind is not None and task_id != self.bind[0]:
+        bound = self._binding(client)
+        if bound is not None and task_id != bound.task:
             raise HostError(
                 "bound_run",
-                f"this server is bound to run {self.bind[1]!r} of task {self.bind[0]!r}; "
-                f"call start_run({self.bind[0]!r}) to get it",
+                f"this server is bound to run {bound.run!r} of task {bound.task!r}; "
+                f"call start_run({bound.task!r}) to get it",
             )
-        task = self._task(task_id)
+        task = self._task(task_id, client)
         self._check_available(task)
         with self._start_lock:
-            if self.bind is not None:
-                run = self._bound_run(task)
+            if bound is not None:
+                run = self._bound_run(task, bound.run)
                 # How a launcher tells an agent that reached its run from one that never did.
                 self.store.add_event(run.id, "attached", {})
                 return self._run_info(run)
@@ -310,26 +330,19 @@ class Host:
         if self.bind is None:
             raise RuntimeError("prepare_run needs a host bound to a run")
         with self._start_lock:
-            return self._run_info(self._bound_run(self._task(self.bind[0])))
+            return self._run_info(self._bound_run(self._task(self.bind[0]), self.bind[1]))
 
-    def _bound_run(self, task: Task) -> RunRecord:
-        assert self.bind is not None
-        return self.store.get_run(self.bind[1]) or self._create_run(task, self.bind[1])
+    def _bound_run(self, task: Task, run_id: str) -> RunRecord:
+        run = self.store.get_run(run_id)
+        if run is not None:
+            return run
+        if self.bindings is not None:  # a shared server's runs are made by their launcher
+            raise HostError("unknown_run", f"run {run_id!r} is not ready yet; try again shortly")
+        return self._create_run(task, run_id)
 
     def _check_bind(self) -> None:
-        if self.bind is None:
-            return
-        task_id, name = self.bind
-        if task_id not in self.tasks:
-            raise ValueError(f"cannot bind to unknown task {task_id!r}")
-        if not RUN_NAME.fullmatch(name):
-            raise ValueError(
-                f"run name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
-                "starting with a letter or digit"
-            )
-        existing = self.store.get_run(name)
-        if existing is not None and existing.task_id != task_id:
-            raise ValueError(f"run {name!r} already exists for task {existing.task_id!r}")
+        if self.bind is not None:
+            check_binding(self.tasks, self.store, *self.bind)
 
     def _create_run(self, task: Task, run_id: str, client: str | None = None) -> RunRecord:
         repro = reproducibility(task, self.seed)
@@ -359,9 +372,10 @@ class Host:
         )
 
     def _run(self, run_id: str, client: str | None = None) -> RunRecord:
-        if self.bind is not None and run_id != self.bind[1]:
+        bound = self._binding(client)
+        if bound is not None and run_id != bound.run:
             raise HostError(
-                "unknown_run", f"this server serves only run {self.bind[1]!r}; use that run_id"
+                "unknown_run", f"this server serves only run {bound.run!r}; use that run_id"
             )
         run = self.store.get_run(run_id) if isinstance(run_id, str) else None
         if run is not None and run.client is not None and run.client != client:
@@ -451,8 +465,10 @@ class Host:
                 "this server takes programs inline only: send files={'policy.py': '...'} "
                 "(program_dir is off for clients on other machines)",
             )
+        bound = self._binding(client)
+        root = bound.root if bound is not None and bound.root is not None else self.program_root
         program = capture_program(
-            files, program_dir, programs_dir=self.store.programs_dir, root=self.program_root
+            files, program_dir, programs_dir=self.store.programs_dir, root=root
         )
         try:
             record = self.store.reserve(
@@ -707,6 +723,8 @@ class Host:
             self._work.close(self.close_timeout)
         self._closed = True
         self.program_root.close()
+        if self.bindings is not None:
+            self.bindings.close()
         self.store.close()
         if self._own_executor and self.executor is not None:
             self.executor.close()

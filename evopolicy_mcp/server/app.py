@@ -113,6 +113,7 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
 
     @tool(_READ_ONLY)
     async def list_tasks(
+        ctx: Context,
         family: Annotated[
             str | None,
             Field(description="only the tasks of this family, e.g. 'minigrid' (default: all)"),
@@ -120,11 +121,15 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     ) -> Annotated[CallToolResult, list[TaskInfo]]:
         """List the tasks: id, family, title, one-line summary and budget of each, and
         whether this server has its environment installed (available). Costs nothing."""
-        return list_result(await host_call("list_tasks", lambda: slot.host.list_tasks(family)))
+        client = client_of(ctx)
+        return list_result(
+            await host_call("list_tasks", lambda: slot.host.list_tasks(family, client=client))
+        )
 
     @tool(_READ_ONLY)
     async def describe_task(
         task_id: TaskId,
+        ctx: Context,
         page: Annotated[int, Field(ge=1, description="page of a long spec (see hint)")] = 1,
     ) -> Annotated[CallToolResult, TaskSpec]:
         """A task's public spec: description, observation and action spaces with their
@@ -134,7 +139,9 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
         return agent_result(
             await host_call(
                 "describe_task",
-                lambda: slot.host.describe_task(task_id, page=page, max_chars=RESULT_CHARS),
+                lambda: slot.host.describe_task(
+                    task_id, page=page, max_chars=RESULT_CHARS, client=client_of(ctx)
+                ),
             )
         )
 
@@ -296,10 +303,11 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
     _add_resources(mcp, slot)
 
     @mcp.prompt(title="Evolve a policy for a task")
-    async def evolve_policy(task_id: str) -> str:
+    async def evolve_policy(task_id: str, ctx: Context) -> str:
         """Working instructions for evolving a policy on a task with this server."""
+        client = client_of(ctx)
         try:
-            info = await resource_call(lambda: slot.host.task_info(task_id))
+            info = await resource_call(lambda: slot.host.task_info(task_id, client=client))
         except ResourceError as exc:  # a JSON-RPC error carries its message to the client
             raise MCPError(INVALID_PARAMS, str(exc)) from None
         return guide.evolve_policy_prompt(task_id, info.summary, guide.budget_line(info.budget))
@@ -348,9 +356,11 @@ def _add_resources(mcp: MCPServer, slot: HostSlot) -> None:
         return guide.WORKING_INSTRUCTIONS
 
     @mcp.resource("evopolicy://tasks/{+task_id}", title="Task spec", mime_type="application/json")
-    async def task_spec(task_id: str) -> str:
+    async def task_spec(task_id: str, ctx: Context) -> str:
         """The public spec of a task, as describe_task returns it."""
-        return compact_text(await resource_call(lambda: slot.host.describe_task(task_id)))
+        client = client_of(ctx)
+        spec = await resource_call(lambda: slot.host.describe_task(task_id, client=client))
+        return compact_text(spec)
 
     @mcp.resource(
         "evopolicy://runs/{run_id}/submissions/{submission_id}/feedback",

@@ -30,6 +30,7 @@ from evopolicy_mcp.host.views import SubmissionView
 __all__ = [
     "HostSlot",
     "client_of",
+    "token_client",
     "Progress",
     "admit",
     "all_pages",
@@ -53,8 +54,17 @@ def client_of(ctx: Context) -> str | None:
     for header, kind in (("authorization", "token"), ("mcp-session-id", "session")):
         value = headers.get(header)
         if value:
-            return f"{kind}:" + hashlib.sha256(value.strip().encode()).hexdigest()[:32]
+            return _named(kind, value)
     return None
+
+
+def token_client(token: str) -> str:
+    """The client :func:`client_of` names for requests with bearer token ``token``."""
+    return _named("token", f"Bearer {token}")
+
+
+def _named(kind: str, value: str) -> str:
+    return f"{kind}:" + hashlib.sha256(value.strip().encode()).hexdigest()[:32]
 
 
 class HostSlot:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import ipaddress
 import json
 import secrets
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
-__all__ = ["BearerTokenGate", "is_loopback", "new_token", "resolve_token", "serve_http"]
+__all__ = ["BearerTokenGate", "Tokens", "is_loopback", "new_token", "resolve_token", "serve_http"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -53,16 +54,45 @@ def resolve_token(host: str, given: str | None) -> tuple[str | None, bool]:
     return new_token(), True
 
 
+class Tokens:
+    """The tokens a gate admits, which its owner may add and remove while it serves (a
+    shared server: one per bound client). Thread-safe."""
+
+    def __init__(self, tokens: Sequence[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._expected: dict[str, bytes] = {}
+        for t in tokens:
+            self.add(t)
+
+    def add(self, token: str) -> None:
+        if not token:
+            raise ValueError("an empty bearer token would let every request through")
+        with self._lock:
+            self._expected[token] = f"Bearer {token}".encode()
+
+    def remove(self, token: str) -> None:
+        with self._lock:
+            self._expected.pop(token, None)
+
+    def expected(self) -> list[bytes]:
+        with self._lock:
+            return list(self._expected.values())
+
+
 class BearerTokenGate:
     """Wrap an ASGI app so each HTTP request needs a bearer token: the one given, or one
-    of several (one per client: each client's runs are its own)."""
+    of several (one per client: each client's runs are its own), or those a
+    :class:`Tokens` holds at the time of the request."""
 
-    def __init__(self, app: ASGIApp, token: str | Sequence[str]) -> None:
-        tokens = [token] if isinstance(token, str) else list(token)
-        if not tokens or not all(tokens):
-            raise ValueError("an empty bearer token would let every request through")
+    def __init__(self, app: ASGIApp, token: str | Sequence[str] | Tokens) -> None:
+        if isinstance(token, Tokens):
+            self.tokens = token
+        else:
+            given = [token] if isinstance(token, str) else list(token)
+            if not given or not all(given):
+                raise ValueError("an empty bearer token would let every request through")
+            self.tokens = Tokens(given)
         self.app = app
-        self._expected = [f"Bearer {t}".encode() for t in tokens]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or self._authorized(scope):
@@ -79,7 +109,7 @@ class BearerTokenGate:
             return False
         given = values[0].strip()
         # Every token compared, so the time taken says nothing of which one matched.
-        return sum(secrets.compare_digest(given, t) for t in self._expected) == 1
+        return sum(secrets.compare_digest(given, t) for t in self.tokens.expected()) == 1
 
 
 async def _unauthorized(send: Send) -> None:
@@ -108,17 +138,30 @@ async def _unauthorized(send: Send) -> None:
 
 
 def serve_http(
-    mcp: Any, host: str, port: int, token: str | Sequence[str] | None, *, fd: int | None = None
+    mcp: Any,
+    host: str,
+    port: int,
+    token: str | Sequence[str] | Tokens | None,
+    *,
+    fd: int | None = None,
+    stop: threading.Event | None = None,
 ) -> bool:
     """Serve ``mcp`` (an MCPServer) over streamable HTTP at ``http://host:port/mcp`` until
-    interrupted; on the listening socket ``fd`` instead, where one is given. False when
-    the server could not start (say, the port is taken)."""
+    interrupted, or until ``stop`` is set; on the listening socket ``fd`` instead, where
+    one is given. False when the server could not start (say, the port is taken)."""
     import uvicorn
 
     app = mcp.streamable_http_app(host=host)
-    asgi = BearerTokenGate(app, token) if token else app
+    asgi = BearerTokenGate(app, token) if token or isinstance(token, Tokens) else app
     # log_config=None keeps uvicorn on our stderr logging (its default sends access logs to stdout).
     config = uvicorn.Config(asgi, host=host, port=port, fd=fd, log_config=None, access_log=False)
     server = uvicorn.Server(config)
+    if stop is not None:
+
+        def watch() -> None:
+            stop.wait()
+            server.should_exit = True
+
+        threading.Thread(target=watch, name="evopolicy-http-stop", daemon=True).start()
     server.run()
     return bool(server.started)
