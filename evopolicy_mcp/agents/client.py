@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from evopolicy_mcp.agents.config import Launch, Remote
 
-__all__ = ["CONNECT_SECONDS", "READ_SECONDS", "http_transport", "transport"]
+__all__ = ["CONNECT_SECONDS", "READ_SECONDS", "finalize_over", "http_transport", "transport"]
 
 CONNECT_SECONDS = 30.0
 READ_SECONDS = 900.0  # a tool call waits at most 50 s; progress keeps a stream alive
@@ -44,3 +44,24 @@ def transport(
         command=server.command, args=list(server.args), env={**(env or {}), **server.env}
     )
     return stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
+
+
+def finalize_over(remote: Remote, run_id: str, candidates: list[str]) -> str | None:
+    """Finalize a run through its server, as its agent would (so that server judges it);
+    None when it took the candidates, else why not."""
+    import anyio
+    from mcp import Client
+
+    async def call() -> str | None:
+        async with Client(transport(remote)) as client:
+            args = {"run_id": run_id, "candidates": candidates}
+            result = await client.call_tool("finalize", args)
+        if not result.is_error:
+            return None
+        text = getattr(result.content[0], "text", "") if result.content else ""
+        return str(text)[:300] or "finalize was refused"
+
+    try:
+        return anyio.run(call)
+    except Exception as exc:  # the server is gone or does not answer
+        return f"the server did not answer: {type(exc).__name__}"

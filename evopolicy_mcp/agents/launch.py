@@ -13,10 +13,11 @@ Steps, the same for every provider:
 4. Stop it (SIGTERM, then SIGKILL of the whole session) once the run is
    finalized and a short grace has passed, or when the time is up; then stop
    the server.
-5. Judge as usual. A host opened on the data directory takes over whatever the
-   server left (submissions still evaluating, a finalize under way). If the
-   agent never finalized, its best complete submissions by public score become
-   the candidates (recorded as ``fallback``); with none, the run stays open.
+5. Judge as usual (:mod:`.judging`).
+
+In a sweep, step 2 is the sweep's: one server for all its runs, each run's
+token bound to that run and its workspace (:class:`.endpoint.SharedRun`);
+step 4 leaves that server running.
 
 The terminal reason is one of :data:`REASONS`.
 """
@@ -28,25 +29,22 @@ import json
 import os
 import secrets
 import shutil
-import sqlite3
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from evopolicy_mcp.agents.config import Remote
 from evopolicy_mcp.host import guide
-from evopolicy_mcp.host.authority import Host, HostError
-from evopolicy_mcp.host.selection import CandidateScore, fallback_candidates
-from evopolicy_mcp.kernel.sandbox import Isolation
+from evopolicy_mcp.host.authority import HostError
 from evopolicy_mcp.store.database import PENDING, Store, StoreError
-from evopolicy_mcp.tasks.model import Task
 
 from . import claude, codex, kimi, qoder, scripted
 from .base import AgentTask, Invocation, Provider, Unsupported, allowed_env
 from .confine import ConfineError, Jail, Reach, check_mode, hidden_paths, jail_for
-from .endpoint import RunServer, ServerError
+from .endpoint import RunServer, ServerError, SharedRun
+from .judging import JUDGE_FAULTS, judge, judge_run, open_host
+from .outcome import REASONS, AgentError, AgentOptions, AgentOutcome, executor_problem
 from .procs import GONE_SECONDS, Pump, blocked_signals, signals_interrupt, stop_session
 
 __all__ = [
@@ -57,6 +55,7 @@ __all__ = [
     "AgentOutcome",
     "judge_run",
     "run_agent",
+    "workspace_for",
     "write_files",
 ]
 
@@ -64,73 +63,15 @@ PROVIDERS: dict[str, Provider] = {
     p.name: p
     for p in (claude.PROVIDER, codex.PROVIDER, kimi.PROVIDER, qoder.PROVIDER, scripted.PROVIDER)
 }
-REASONS = {
-    "finalized": "the agent finalized the run",
-    "exited": "the agent exited without finalizing",
-    "timed_out": "the agent was stopped at the time limit",
-    "failed_to_start": "the agent could not be launched, or ended without reaching its run",
-    "interrupted": "the operator interrupted the launcher",
-}
 POLL_SECONDS = 0.2
 # A server left outside the CLI's session gets this long to let go of the run's work;
 # longer than a host's own shutdown limit (Host.close_timeout, 10 s).
 OWNER_GONE_SECONDS = 30.0
-JUDGE_FAULTS = (HostError, StoreError, OSError, sqlite3.Error)
 WORKSPACE_NOTE = (
     "Your workspace is the current directory. `program/` holds the task's baseline "
     "program; edit it there and submit it with `program_dir` set to that directory's "
     "absolute path (or pass the files inline). These instructions are also in TASK.md."
 )
-
-
-class AgentError(Exception):
-    """Bad input to ``agent run`` (nothing was created): one line, exit code 2."""
-
-
-@dataclass(frozen=True)
-class AgentOptions:
-    agent: str
-    task: str
-    data_dir: Path
-    tasks_dirs: tuple[Path, ...] = ()
-    workspace: Path | None = None
-    run: str | None = None
-    model: str | None = None
-    effort: str | None = None
-    timeout: float = 3600.0
-    grace: float = 10.0  # after finalize, before the stop
-    kill_after: float = 5.0  # SIGTERM -> SIGKILL
-    judge_timeout: float = 3600.0
-    seed: int | None = None
-    isolation: str = "default"
-    pass_env: tuple[str, ...] = ()  # extra operator variables the agent may see
-    workers: int | None = None
-    trace_all: bool = False  # dataset-building runs: every training episode traced
-    trace_steps: int | None = None
-    confine: str = "default"  # the agent's sandbox: default, strict or off
-
-
-@dataclass
-class AgentOutcome:
-    run_id: str
-    agent: str
-    reason: str
-    workspace: Path
-    exit_code: int | None = None
-    seconds: float = 0.0
-    message: str = ""
-    candidates: list[str] = field(default_factory=list)
-    fallback: bool = False
-    selected: str | None = None
-    validation_score: float | None = None
-    test_score: float | None = None
-    run_state: str = "open"
-    confinement: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["workspace"] = str(self.workspace)
-        return out
 
 
 # ---------------------------------------------------------------- preparing
@@ -146,7 +87,8 @@ def _within(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
 
-def _workspace(opts: AgentOptions, data_dir: Path, run_id: str) -> Path:
+def workspace_for(opts: AgentOptions, data_dir: Path, run_id: str) -> Path:
+    """The run's workspace (checked: outside the records, new or empty), or AgentError."""
     if opts.workspace is None:
         where = data_dir.parent / "evopolicy-workspaces" / run_id
     else:
@@ -175,22 +117,6 @@ def write_files(inv: Invocation) -> None:
         path.write_text(text)
 
 
-def _open_host(
-    opts: AgentOptions, data_dir: Path, bind: tuple[str, str] | None, resume: bool | str
-) -> Host:
-    return Host(
-        data_dir,
-        tasks_dirs=opts.tasks_dirs,
-        seed=opts.seed,
-        bind=bind,
-        workers=opts.workers,
-        isolation=Isolation(strict=opts.isolation == "strict"),
-        resume=resume,
-        trace_all=opts.trace_all,
-        trace_steps=opts.trace_steps,
-    )
-
-
 def _prepare(
     opts: AgentOptions,
     provider: Provider,
@@ -201,9 +127,9 @@ def _prepare(
 ) -> tuple[AgentTask, Invocation]:
     """Check everything that can be checked, write the workspace, then create the run.
     On any failure nothing is left: no run, and no workspace this call created."""
-    workspace = _workspace(opts, data_dir, run_id)
+    workspace = workspace_for(opts, data_dir, run_id)
     try:
-        host = _open_host(opts, data_dir, (opts.task, run_id), resume=False)
+        host = open_host(opts, data_dir, (opts.task, run_id), resume=False, episodes=False)
     except (ValueError, StoreError, OSError) as exc:  # unknown task, bad run name or data dir
         raise AgentError(str(exc)) from None
     created = not workspace.exists()
@@ -308,28 +234,37 @@ def _launch(
     store: Store,
     log_dir: Path,
     jail: Jail,
-    server: RunServer,
+    server: RunServer | SharedRun,
 ) -> _Ended:
     """Start the run's server, run the CLI to its end or its stop, stop the server;
-    record ``agent_started`` (with how the agent is confined) and ``agent_ended``."""
-    store.add_event(
-        task.run_id,
-        "agent_started",
-        {
-            "agent": opts.agent,
-            "model": opts.model,
-            "effort": opts.effort,
-            "argv": _shown_argv(inv, task.prompt),
-            "workspace": str(task.workspace),
-            "timeout": opts.timeout,
-            "env": sorted(env),
-            "confinement": jail.record,
-            "server": f"{server.url} (its own process and session; bearer token)",
+    record ``agent_started`` (with how the agent is confined, and where its episodes
+    run) and ``agent_ended``."""
+    shared = "shared by the sweep's runs, " if server.shared else ""
+    started_detail = {
+        "agent": opts.agent,
+        "model": opts.model,
+        "effort": opts.effort,
+        "argv": _shown_argv(inv, task.prompt),
+        "workspace": str(task.workspace),
+        "timeout": opts.timeout,
+        "env": sorted(env),
+        "confinement": jail.record,
+        "server": f"{server.url} ({shared}its own process and session; bearer token)",
+        "server_pid": server.pid,
+        "executor": {
+            "name": opts.executor,
+            "workers": opts.workers,
+            "ray_address": opts.ray_address,
+            "shared": bool(server.shared),
         },
-    )
+    }
     started = time.monotonic()
     try:
-        server.start(log_dir)
+        try:
+            server.start(log_dir)
+        finally:
+            started_detail["server_pid"] = server.pid
+            store.add_event(task.run_id, "agent_started", started_detail)
         with jail.command(inv.argv) as (argv, fds):
             proc = subprocess.Popen(
                 argv,
@@ -374,7 +309,8 @@ def _launch(
             if ended.reason == "failed_to_start":
                 ended.message = _last_word(log_dir) or f"exit code {proc.returncode}"
             server.stop()
-            _wait_for_owners(store, task.run_id)
+            if not server.shared:  # a shared server goes on with the run's work
+                _wait_for_owners(store, task.run_id)
             store.add_event(
                 task.run_id,
                 "agent_ended",
@@ -426,79 +362,6 @@ def _last_word(log_dir: Path) -> str:
     return ""
 
 
-# ---------------------------------------------------------------- judging
-
-
-def _fallback(store: Store, run_id: str) -> list[str]:
-    """Candidates for a run its agent left open (rule: :func:`fallback_candidates`)."""
-    run = store.get_run(run_id)
-    assert run is not None
-    task = Task.model_validate_json(run.task_json)  # the task as the run started
-    done = [
-        (CandidateScore(s.id, s.score, s.policy_failures or 0), s.program_digest)
-        for s in store.list_submissions(run_id)
-        if s.state == "complete"
-    ]
-    return fallback_candidates(done, task.score.direction, task.validation.candidates)
-
-
-def _judge(opts: AgentOptions, data_dir: Path, outcome: AgentOutcome) -> None:
-    run_id = outcome.run_id
-    with _open_host(opts, data_dir, None, resume=run_id) as host:  # what the server left
-        for sub in host.store.list_submissions(run_id):
-            if sub.state in PENDING:
-                host.wait(run_id, sub.id, opts.judge_timeout)
-        run = host.store.get_run(run_id)
-        assert run is not None
-        if run.state == "open":
-            candidates = _fallback(host.store, run_id)
-            if not candidates:
-                outcome.message = (
-                    outcome.message or "no complete submission to judge; the run stays open"
-                )
-                return
-            host.finalize(run_id, candidates)
-            host.store.add_event(run_id, "fallback_candidates", {"candidates": candidates})
-            outcome.fallback = True
-        host.finish(run_id, opts.judge_timeout)
-        report = host.report(run_id)
-    outcome.run_state = report.state
-    outcome.candidates = list(report.candidates)
-    outcome.selected = report.selected
-    for row in report.validation:
-        if row.submission_id == report.selected:
-            outcome.validation_score = row.score
-    if report.assessment is not None:
-        outcome.test_score = report.assessment.score
-
-
-def judge_run(opts: AgentOptions, run_id: str) -> AgentOutcome:
-    """Judge a run whose agent session ended but whose launcher did not finish judging
-    it (a sweep resuming after a kill): the same steps as at the end of :func:`run_agent`."""
-    data_dir = opts.data_dir.expanduser().resolve()
-    store = Store(data_dir, create=False)
-    try:
-        events = store.events(run_id)
-    finally:
-        store.close()
-    started = next((e.detail for e in events if e.kind == "agent_started"), {})
-    ended = next((e.detail for e in reversed(events) if e.kind == "agent_ended"), {})
-    outcome = AgentOutcome(
-        run_id=run_id,
-        agent=opts.agent,
-        reason=str(ended.get("reason", "exited")),
-        workspace=Path(started.get("workspace", "")),
-        exit_code=ended.get("exit_code"),
-        seconds=float(ended.get("seconds", 0.0)),
-    )
-    with signals_interrupt():
-        try:
-            _judge(opts, data_dir, outcome)
-        except JUDGE_FAULTS as exc:
-            outcome.message = f"judging stopped: {getattr(exc, 'message', None) or exc}"
-    return outcome
-
-
 # ---------------------------------------------------------------- entry point
 
 
@@ -515,12 +378,14 @@ def _find(provider: Provider, env: dict[str, str]) -> str:
     return found
 
 
-def run_agent(opts: AgentOptions) -> AgentOutcome:
+def run_agent(opts: AgentOptions, shared: SharedRun | None = None) -> AgentOutcome:
     """Launch ``opts.agent`` on a new run of ``opts.task``, stop it, judge the run.
 
     Bad input raises :class:`AgentError` before anything is created. Once the run
     exists, every outcome (including a fault while judging) is returned, and the
-    CLI's whole session is stopped whatever happens, SIGTERM to the launcher too."""
+    CLI's whole session is stopped whatever happens, SIGTERM to the launcher too.
+    With ``shared`` (a sweep's server, its token bound to this run and to
+    ``opts.workspace``) no server of its own is started."""
     provider = PROVIDERS.get(opts.agent)
     if provider is None:
         raise AgentError(f"unknown agent {opts.agent!r}; choose one of {', '.join(PROVIDERS)}")
@@ -531,19 +396,24 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
     if problem:
         raise AgentError(problem)
     executable = _find(provider, env)
+    problem = executor_problem(opts.executor)
+    if problem:
+        raise AgentError(problem)
     try:
         check_mode(opts.confine)
     except ConfineError as exc:
         raise AgentError(str(exc)) from None
     data_dir = opts.data_dir.expanduser().resolve()
     run_id = opts.run or _run_name(opts.task, opts.agent)
-    server = RunServer(
+    server = shared or RunServer(
         data_dir,
         tasks_dirs=opts.tasks_dirs,
         task=opts.task,
         run=run_id,
         isolation=opts.isolation,
         workers=opts.workers,
+        executor=opts.executor,
+        ray_address=opts.ray_address,
     )
     with signals_interrupt():
         store: Store | None = None
@@ -586,7 +456,7 @@ def run_agent(opts: AgentOptions) -> AgentOutcome:
         )
         if ended.reason != "interrupted":
             try:
-                _judge(opts, data_dir, outcome)
+                judge(opts, data_dir, outcome, shared)
             except JUDGE_FAULTS as exc:
                 outcome.message = f"judging stopped: {getattr(exc, 'message', None) or exc}"
     return outcome

@@ -2,8 +2,13 @@
 
 Each cell (one agent on one task, one repeat) is one run through the launcher
 (:func:`~.launch.run_agent`), in a process of its own (``python -m
-evopolicy_mcp.agents.sweep --cell ...``), at most ``parallel`` at once. The
-experiment record (:mod:`evopolicy_mcp.store.experiments`) holds the
+evopolicy_mcp.agents.sweep --cell ...``), at most ``parallel`` at once. All of
+them are served by one server process the sweep starts (``serve
+--clients-from-stdin``): its one executor, and its dispatcher, share the
+workers fairly between the runs going at once (with ``--executor process``, N
+workers in all, not N per run). Each run's agent gets a token of its own,
+bound to that run and its workspace only, and released when its session is
+over (:mod:`.endpoint`). The experiment record (:mod:`evopolicy_mcp.store.experiments`) holds the
 configuration and each cell's run ids; what became of a run is read from the
 records, so a sweep can be stopped or killed at any moment and resumed:
 
@@ -49,12 +54,15 @@ from evopolicy_mcp.store.records import StoreError
 from evopolicy_mcp.tasks.model import load_tasks, task_family
 
 from .base import allowed_env
-from .launch import PROVIDERS, AgentError, AgentOptions, judge_run, run_agent
+from .endpoint import RunServer, ServerError, SharedRun
+from .launch import PROVIDERS, AgentError, AgentOptions, judge_run, run_agent, workspace_for
+from .outcome import executor_problem
 from .procs import signals_interrupt
 
 __all__ = ["AgentSpec", "SweepConfig", "SweepError", "parse_agents", "plan_cells", "sweep"]
 
 POLL_SECONDS = 0.2
+SHARED_VARIABLE = "EVOPOLICY_SWEEP_RUN"  # a cell's place on the sweep's server: URL, token, pid
 STOP_SECONDS = 60.0  # a stopped cell gets this long to stop its agent and record it
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -103,6 +111,8 @@ class SweepConfig:
     seed: int | None = None
     isolation: str = "default"
     workers: int | None = None
+    executor: str = "thread"  # the sweep's one server runs every run's episodes there
+    ray_address: str | None = None
     trace_all: bool = False
     trace_steps: int | None = None
     tasks_dirs: tuple[str, ...] = ()
@@ -179,6 +189,8 @@ def _options(config: SweepConfig, cell: Cell, data_dir: Path, run_id: str) -> Ag
         isolation=config.isolation,
         pass_env=config.pass_env,
         workers=config.workers,
+        executor=config.executor,
+        ray_address=config.ray_address,
         trace_all=config.trace_all,
         trace_steps=config.trace_steps,
         confine=config.confine,
@@ -234,11 +246,15 @@ def sweep(
         if existing is None:
             raise SweepError(f"no experiment {name!r} in {data_dir}; start it with --agents")
         config = SweepConfig.from_dict(existing.config)
-    elif existing is not None and existing.config != config.to_dict():
+    elif existing is not None and SweepConfig.from_dict(existing.config) != config:
+        # (read through the class: a record from before a field existed has its default)
         raise SweepError(
             f"experiment {name!r} exists with another configuration; resume it with "
             f"`agent sweep --resume {name}` or choose a new --experiment name"
         )
+    problem = executor_problem(config.executor)
+    if problem:
+        raise SweepError(problem)
     env = os.environ
     for spec in config.agents:
         problem = PROVIDERS[spec.agent].preflight(allowed_env(PROVIDERS[spec.agent], env, ()))
@@ -268,12 +284,14 @@ def _work(
     logs = data_dir / "experiments" / record.name / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     store = Store(data_dir)
-    running: dict[subprocess.Popen[bytes], tuple[Cell, str, Path]] = {}
+    running: dict[subprocess.Popen[bytes], tuple[Cell, str, Path, str | None]] = {}
     results: list[CellResult] = []
     todo = list(record.cells)
     total = len(todo)
+    server: RunServer | None = None
     try:
         with signals_interrupt():
+            server = _serve(config, data_dir, logs)
             while todo or running:
                 while todo and len(running) < parallel:
                     cell = todo.pop(0)
@@ -285,13 +303,23 @@ def _work(
                         write_experiment(data_dir, record)  # before the run can exist
                     run_id = cell.attempts[-1]
                     opts = _options(config, cell, data_dir, run_id)
+                    shared = None
+                    if step == "launch":
+                        try:
+                            opts, shared = _admit(server, opts, data_dir)
+                        except (AgentError, ServerError, OSError) as exc:
+                            results.append(CellResult(cell, run_id, {"error": str(exc)[:300]}))
+                            say(f"  {run_id}: error: {str(exc)[:300]}")
+                            continue
                     outcome_file = logs / f"{run_id}.outcome.json"
                     outcome_file.unlink(missing_ok=True)
-                    proc = _start(opts, step, outcome_file, logs / f"{run_id}.log")
-                    running[proc] = (cell, run_id, outcome_file)
+                    proc = _start(opts, step, outcome_file, logs / f"{run_id}.log", shared)
+                    running[proc] = (cell, run_id, outcome_file, shared.token if shared else None)
                     say(f"[{total - len(todo)}/{total}] {step} {run_id}")
                 for proc in [p for p in running if p.poll() is not None]:
-                    cell, run_id, outcome_file = running.pop(proc)
+                    cell, run_id, outcome_file, token = running.pop(proc)
+                    if token is not None:
+                        server.release(token)  # its session is over: the token opens nothing
                     outcome = _read_outcome(outcome_file, proc.returncode)
                     if outcome.get("reason") not in (None, "interrupted"):
                         store.add_event(run_id, "sweep_judged", {"experiment": record.name})
@@ -305,17 +333,58 @@ def _work(
         _stop(list(running))
         raise
     finally:
+        if server is not None:
+            server.stop()
         store.close()
     return results
 
 
-def _start(opts: AgentOptions, step: str, outcome: Path, log: Path) -> subprocess.Popen[bytes]:
+def _serve(config: SweepConfig, data_dir: Path, logs: Path) -> RunServer:
+    """The sweep's one server, started; SweepError if it does not start."""
+    server = RunServer(
+        data_dir,
+        tasks_dirs=tuple(Path(d) for d in config.tasks_dirs),
+        isolation=config.isolation,
+        workers=config.workers,
+        executor=config.executor,
+        ray_address=config.ray_address,
+        shared=True,
+    )
+    try:
+        server.start(logs)
+    except ServerError as exc:
+        raise SweepError(f"the sweep's server did not start: {exc}") from None
+    return server
+
+
+def _admit(server: RunServer, opts: AgentOptions, data_dir: Path) -> tuple[AgentOptions, SharedRun]:
+    """The run's workspace (made empty, the owner's only) and its place on the server: a
+    token bound to that run and that workspace."""
+    assert opts.run is not None and server.pid is not None
+    workspace = workspace_for(opts, data_dir, opts.run)
+    workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        token = server.admit(opts.task, opts.run, workspace)
+    except ServerError:
+        if not any(workspace.iterdir()):
+            workspace.rmdir()
+        raise
+    return dataclasses.replace(opts, workspace=workspace), SharedRun(server.url, token, server.pid)
+
+
+def _start(
+    opts: AgentOptions, step: str, outcome: Path, log: Path, shared: SharedRun | None
+) -> subprocess.Popen[bytes]:
     options = {
         **{f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)},
         "data_dir": str(opts.data_dir),
         "tasks_dirs": [str(d) for d in opts.tasks_dirs],
-        "workspace": None,
+        "workspace": str(opts.workspace) if opts.workspace is not None else None,
     }
+    env = dict(os.environ)
+    env.pop(SHARED_VARIABLE, None)
+    if shared is not None:  # the token in the environment: /proc/PID/environ is the owner's
+        env[SHARED_VARIABLE] = json.dumps([shared.url, shared.token, shared.pid])
     with log.open("ab") as out:
         return subprocess.Popen(
             [
@@ -334,6 +403,7 @@ def _start(opts: AgentOptions, step: str, outcome: Path, log: Path) -> subproces
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
+            env=env,
         )
 
 
@@ -380,21 +450,30 @@ def _cell_main(argv: list[str]) -> int:
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the sweep died: stop like Ctrl-C
     if os.getppid() != args.parent:
         return 1  # it died before the line above
+    shared = _shared_run(os.environ.pop(SHARED_VARIABLE, None))
     data = json.loads(args.cell)
     data["data_dir"] = Path(data["data_dir"])
     data["tasks_dirs"] = tuple(Path(d) for d in data["tasks_dirs"])
     data["pass_env"] = tuple(data["pass_env"])
+    data["workspace"] = Path(data["workspace"]) if data.get("workspace") else None
     opts = AgentOptions(**data)
     try:
         if args.step == "judge":
             assert opts.run is not None
             outcome = judge_run(opts, opts.run).as_dict()
         else:
-            outcome = run_agent(opts).as_dict()
+            outcome = run_agent(opts, shared).as_dict()
     except (AgentError, StoreError, OSError) as exc:
         outcome = {"error": str(exc)[:300]}
     args.outcome.write_text(json.dumps(outcome))
     return 0
+
+
+def _shared_run(text: str | None) -> SharedRun | None:
+    if not text:
+        return None
+    url, token, pid = json.loads(text)
+    return SharedRun(str(url), str(token), int(pid))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from evopolicy_mcp.agents.launch import (
     AgentOutcome,
     run_agent,
 )
-from evopolicy_mcp.cli.options import positive_int
+from evopolicy_mcp.cli.options import add_run_arguments, positive_int
 from evopolicy_mcp.store.database import StoreError, default_data_dir
 from evopolicy_mcp.tasks.model import TaskError
 
@@ -72,8 +72,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="also pass this variable of yours to the agent (repeatable; NAME* for a prefix)",
     )
     run.add_argument("--seed", type=int, default=None, help="seed the run's hidden episodes")
-    run.add_argument("--workers", type=positive_int, default=None)
-    run.add_argument("--isolation", choices=("default", "strict"), default="default")
+    add_run_arguments(run, "run the agent's policies")
     _confine_arguments(run)
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     _tracing(run)
@@ -110,7 +109,9 @@ def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
         "sweep",
         help="run agents x tasks x repeats as one experiment, resumable",
         description="Run every agent on every task, --repeat times, each as its own run "
-        "through `agent run`, recorded as one experiment. Stopped or killed, it resumes "
+        "through `agent run`, recorded as one experiment. One server serves every run "
+        "going at once (its executor shares the workers fairly between them; each agent's "
+        "token reaches its own run and workspace only). Stopped or killed, it resumes "
         "with --resume NAME: finished runs are not redone.",
     )
     sweep.add_argument(
@@ -133,8 +134,7 @@ def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="repeat r of every agent and task plays the same hidden episodes",
     )
-    sweep.add_argument("--workers", type=positive_int, default=None)
-    sweep.add_argument("--isolation", choices=("default", "strict"), default="default")
+    add_run_arguments(sweep, "run the agents' policies")
     sweep.add_argument("--pass-env", action="append", default=[], metavar="NAME")
     _confine_arguments(sweep)
     sweep.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -211,6 +211,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 isolation=args.isolation,
                 workers=args.workers,
+                executor=args.executor,
+                ray_address=args.ray_address,
                 trace_all=args.trace_all,
                 trace_steps=args.trace_steps,
                 tasks_dirs=tuple(str(Path(d).resolve()) for d in args.tasks_dir),
@@ -293,6 +295,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
         isolation=args.isolation,
         pass_env=tuple(args.pass_env),
         workers=args.workers,
+        executor=args.executor,
+        ray_address=args.ray_address,
         trace_all=args.trace_all,
         trace_steps=args.trace_steps,
         confine=args.confine,
