@@ -24,6 +24,7 @@ from evopolicy_mcp.agents.client import transport
 from evopolicy_mcp.agents.config import Remote
 from evopolicy_mcp.agents.endpoint import RunServer, ServerError, _status
 from evopolicy_mcp.host.authority import Host
+from evopolicy_mcp.store.database import Store
 from evopolicy_mcp.store.experiments import read_experiment
 from tests.support.agents import events, fake_cli
 from tests.support.host import GOOD, SEED
@@ -106,6 +107,7 @@ def test_a_sweep_serves_its_runs_from_one_server_and_keeps_them_apart(
         assert s["executor"] == {"name": "process", "workers": 2, "ray_address": None,
                                  "shared": True}  # fmt: skip
     assert len(workers) == 2 and {parent for parent, _ in workers.values()} == {server}
+    assert _holders(data, runs) == {server}  # it evaluated every submission, and judged
     record = read_experiment(data, "e2")
     assert record is not None and record.config["executor"] == "process"
     # Every attempt on the other run failed; each agent got its own run only.
@@ -117,6 +119,60 @@ def test_a_sweep_serves_its_runs_from_one_server_and_keeps_them_apart(
     # Each run's token was released once its session was over.
     log = (data / "experiments" / "e2" / "logs" / "server.log").read_text()
     assert all(f"released run {r}" in log for r in runs)
+
+
+def _holders(data: Path, runs: list[str]) -> set[int]:
+    """The pids of the hosts that took the runs' submissions and judging."""
+    store = Store(data, create=False)
+    try:
+        owners = [store.get_run(r).owner for r in runs]  # type: ignore[union-attr]
+        owners += [s.owner for r in runs for s in store.list_submissions(r)]
+    finally:
+        store.close()
+    return {int(str(o).split("-")[0]) for o in owners}
+
+
+QUITTER = """
+import json, sys
+from pathlib import Path
+import anyio
+from mcp import Client
+from evopolicy_mcp.agents.client import transport
+from evopolicy_mcp.agents.config import Remote
+
+async def play():
+    argv = sys.argv[1:]
+    entry = json.loads(Path(argv[argv.index("--mcp-config") + 1]).read_text())["mcpServers"]["evopolicy"]
+    server = Remote(entry["url"], entry["headers"]["Authorization"].removeprefix("Bearer "))
+    async with Client(transport(server, {})) as client:
+        run = (await client.call_tool("start_run", {"task_id": "mini"})).structured_content
+        sub = await client.call_tool("submit_policy", {"run_id": run["run_id"], "episodes": "0:2",
+            "wait_seconds": 40, "program_dir": str(Path.cwd() / "program")})
+        assert not sub.is_error, sub
+
+anyio.run(play)  # and exit without finalizing
+"""
+
+
+def test_a_run_its_agent_left_open_is_judged_by_the_sweeps_server(
+    agent_env: Path, tmp_path: Path, tasks_dir: Path
+) -> None:
+    fake_cli(agent_env, "claude", QUITTER)
+    data = tmp_path / "data"
+    done = subprocess.run(
+        [sys.executable, "-m", "evopolicy_mcp", "agent", "sweep", "--data-dir", str(data),
+         "--tasks-dir", str(tasks_dir), "--agents", "claude", "--tasks", "mini",
+         "--experiment", "e3", "--timeout", "120", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (ran,) = json.loads(done.stdout)["ran"]
+    assert ran["reason"] == "exited" and ran["fallback"] is True
+    assert ran["run_state"] == "finalized" and ran["test_score"] is not None
+    run = ran["run_id"]
+    assert "fallback_candidates" in events(data, run)
+    server = events(data, run)["agent_started"]["server_pid"]
+    assert _holders(data, [run]) == {server}
 
 
 def _program(ws: Path) -> Path:
