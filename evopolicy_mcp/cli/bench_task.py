@@ -13,7 +13,11 @@ steps where the adapter takes ``max_episode_steps``) come the fixed cost per
 episode and the overhead per step: a least-squares line through each
 episode's harness time minus its raw time against its steps. The overhead per
 step is also given as a share of a raw step (stepping only, without making
-and resetting the environment). Host
+and resetting the environment), and the environment's own step (the
+adapter's ``step``: its action check and the simulator, without the
+policy's ``act``) is timed apart (mean and median: a game that scores
+the episode in its last step shows it in the mean, and the mean without
+each episode's last step). Host
 RSS is read before and after the harness runs. Figures are printed, not
 asserted: timing tests flake on a shared machine.
 """
@@ -21,6 +25,7 @@ asserted: timing tests flake on a shared machine.
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -41,8 +46,13 @@ def _load_policy(path: Path) -> Any:
     return module
 
 
-def _raw(task: Any, jobs: list[Any]) -> list[tuple[int, float, float]]:
-    """Per episode of ``jobs`` played in-process: (steps, seconds in all, seconds stepping)."""
+def _raw(task: Any, jobs: list[Any]) -> list[tuple[int, float, float, list[float]]]:
+    """Per episode of ``jobs`` played in-process.
+
+    (steps, seconds in all, seconds stepping, seconds of each call of the
+    environment's own ``step``: the adapter's action check and the simulator,
+    not the policy).
+    """
     from evopolicy_mcp.adapters.protocol import load_adapter
     from evopolicy_mcp.evaluation.episodes import policy_context
     from evopolicy_mcp.policy import PolicyContext
@@ -56,10 +66,14 @@ def _raw(task: Any, jobs: list[Any]) -> list[tuple[int, float, float]]:
         context = PolicyContext(**policy_context(task, spec, job.policy_seed))
         policy = module.make_policy(context)
         episode = adapter.make_episode(task.parameters, job.env_seed)
-        observation, taken = episode.reset(), 0
-        stepping = time.perf_counter()
+        observation, taken, in_env = episode.reset(), 0, []
+        clock = time.perf_counter
+        stepping = clock()
         while True:
-            step = episode.step(policy.act(observation))
+            action = policy.act(observation)
+            before = clock()
+            step = episode.step(action)
+            in_env.append(clock() - before)
             observation, taken = step.observation, taken + 1
             if step.terminated or step.truncated:
                 break
@@ -68,7 +82,7 @@ def _raw(task: Any, jobs: list[Any]) -> list[tuple[int, float, float]]:
         stepped = time.perf_counter() - stepping
         episode.metrics()
         episode.close()
-        out.append((taken, time.perf_counter() - started, stepped))
+        out.append((taken, time.perf_counter() - started, stepped, in_env))
     return out
 
 
@@ -151,6 +165,12 @@ def run_task_bench(task_id: str, episodes: int = 20, workers: int | None = None)
         "raw_episodes_per_s": episodes / raw_s,
         "harness_episodes_per_s": episodes / full_s,
         "raw_step_us": raw_step * 1e6,
+        "env_step_us": 1e6 * sum(sum(r[3]) for r in raw) / max(steps, 1),
+        "env_step_median_us": 1e6 * statistics.median(t for r in raw for t in r[3]),
+        # Without each episode's last step, where a game may score the whole episode.
+        "env_step_before_last_us": 1e6
+        * sum(sum(r[3][:-1]) for r in raw)
+        / max(sum(len(r[3]) - 1 for r in raw), 1),
         "raw_episode_start_ms": 1000 * sum(r[1] - r[2] for r in raw) / episodes,
         "per_step_overhead_us": None if per_step is None else per_step * 1e6,
         "per_step_added_pct": None if per_step is None else 100 * per_step / raw_step,
@@ -169,7 +189,9 @@ def print_task_bench(f: dict[str, Any]) -> None:
         "steps each on average"
     )
     print(
-        f"  raw in-process          {f['raw_steps_per_s']:10.0f} steps/s  ({f['raw_step_us']:.1f} us a step)"
+        f"  raw in-process          {f['raw_steps_per_s']:10.0f} steps/s  ({f['raw_step_us']:.1f} us a step, "
+        f"{f['env_step_us']:.1f} us of it in the environment's step: median "
+        f"{f['env_step_median_us']:.1f}, {f['env_step_before_last_us']:.1f} without the last steps)"
     )
     print(
         f"  harness (default)       {f['harness_steps_per_s']:10.0f} steps/s  "

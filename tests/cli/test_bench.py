@@ -85,6 +85,10 @@ def test_bench_task_reports_raw_and_harness_figures_for_any_task(
     )
     for name in ("per_step_overhead_us", "fixed_overhead_ms", "host_rss_mb"):
         assert math.isfinite(figures[name]), name  # short episodes give a second length
+    # The environment's own step is part of a raw step (which adds the policy's act).
+    assert figures["env_step_median_us"] > 0
+    assert 0 < figures["env_step_us"] < figures["raw_step_us"]
+    assert 0 < figures["env_step_before_last_us"] < math.inf
 
 
 def test_bench_task_says_what_to_install_for_a_missing_extra_or_an_unknown_task(
