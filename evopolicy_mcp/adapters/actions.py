@@ -250,8 +250,25 @@ def _box_validator(space: Mapping[str, Any], where: str) -> Validator:
         low, high = low.astype(dtype).astype(np.float64), high.astype(dtype).astype(np.float64)
     names = [c["name"] for c in space.get("components", [])] or None
     what = f"box of {dtype}"
+    # The usual action of a continuous-control task, every step: a flat list of
+    # plain floats within finite bounds. Checked in plain Python (a few numpy
+    # calls on a small array cost more than the simulator's step); anything
+    # else, or anything out of bounds, takes the general path below, which
+    # accepts and refuses exactly as before and says why.
+    bounds: list[tuple[float, float]] = []
+    if dtype.kind == "f" and len(shape) == 1 and np.isfinite(low).all() and np.isfinite(high).all():
+        bounds = list(zip(low.tolist(), high.tolist(), strict=True))
+    quick = bool(bounds)
 
     def check_box(value: Any) -> np.ndarray:
+        if quick and type(value) is list and len(value) == len(bounds):
+            for x, (lo, hi) in zip(value, bounds, strict=True):
+                if not ((type(x) is float or type(x) is int) and lo <= x <= hi):
+                    break
+            else:
+                arr = np.asarray(value)
+                if arr.dtype.kind in "if":  # ints beyond int64 make an object array
+                    return arr.astype(dtype)
         arr = _numeric_array(value, shape, where, what)
         if dtype.kind in "iu" and arr.dtype.kind not in "iu":
             raise InvalidAction(f"{where}: expected integers ({what}), got dtype {arr.dtype}")

@@ -68,6 +68,17 @@ except ImportError:  # pragma: no cover - numpy is a dependency of the package
 
 _ARRAY_HEADERS: dict[tuple[Any, tuple[int, ...]], bytes] = {}
 _DECODED_HEADERS: dict[bytes, tuple[Any, tuple[int, ...], int]] = {}
+_FLOAT_LISTS: dict[int, tuple[struct.Struct, bytes]] = {}
+MAX_FLOAT_LIST = 256  # lists of floats up to this length take the fast paths
+
+
+def _float_list(count: int) -> tuple[struct.Struct, bytes]:
+    """The layout of a list of ``count`` floats after its header: each float's
+    tag byte (skipped, or written apart) and its 8 bytes; and the tags alone."""
+    layout = _FLOAT_LISTS.get(count)
+    if layout is None:
+        layout = _FLOAT_LISTS[count] = (struct.Struct("<" + "xd" * count), b"d" * count)
+    return layout
 
 
 class FrameError(Exception):
@@ -172,6 +183,21 @@ def frame(kind: int, value: Any = None) -> bytes:
     t = type(value)
     if t is int and _I64_MIN <= value <= _I64_MAX:
         return _HEAD.pack(10, kind) + b"i" + _I64.pack(value)
+    if t is list and 0 < len(value) <= MAX_FLOAT_LIST:
+        # A continuous action: a short list of floats, every step.
+        for x in value:
+            if type(x) is not float:
+                break
+        else:
+            count = len(value)
+            layout, tags = _float_list(count)
+            out = bytearray(10 + 9 * count)
+            _HEAD.pack_into(out, 0, 6 + 9 * count, kind)
+            out[5] = 0x6C
+            _U32.pack_into(out, 6, count)
+            layout.pack_into(out, 10, *value)
+            out[10::9] = tags
+            return bytes(out)
     if t is _ndarray:
         header = _array_header(value)
         if header is not None:
@@ -303,6 +329,12 @@ def _decode(buf: bytes, max_items: int, arrays: bool) -> Any:
         if known is not None and len(buf) == head_len + known[2]:
             arr = _np.frombuffer(bytearray(buf[head_len:]), known[0])
             return arr if len(known[1]) == 1 else arr.reshape(known[1])
+    if len(buf) > 14 and buf[0] == 0x6C:  # fast path: a list of floats (a continuous action)
+        count = _U32.unpack_from(buf, 1)[0]
+        if count <= MAX_FLOAT_LIST and count < max_items and len(buf) == 5 + 9 * count:
+            layout, tags = _float_list(count)
+            if buf[5::9] == tags:
+                return list(layout.unpack_from(buf, 5))
     dec = _Decoder(buf, max_items, arrays)
     value = dec.value(0)
     if dec.pos != dec.end:

@@ -187,3 +187,67 @@ def test_observation_problem_names_the_offending_part() -> None:
     assert "dtype" in str(spaces.observation_problem(np.array(["x"])))
     assert "non-str key" in str(spaces.observation_problem({1: 2}))
     assert spaces.observation_problem(object()) is not None
+
+
+def _outcome(check: spaces.Validator, action: object) -> tuple[str, object]:
+    try:
+        out = check(action)
+    except InvalidAction as exc:
+        return "invalid", str(exc)
+    return "ok", (out.dtype, out.tobytes())
+
+
+def test_flat_lists_of_floats_are_judged_as_the_general_path_judges_them() -> None:
+    # A tuple always takes the general path; the same numbers as a list take the quick one.
+    rng = random.Random(7)
+    cheetah = spaces.box(-1.0, 1.0, (6,), names=[f"joint {i}" for i in range(6)])
+    tight = spaces.box(0.0, 0.07, (2,))  # a float32 bound: 0.07 is float32(0.07) inside
+    wide = spaces.box(-1e30, 1e30, (2,))  # ints beyond int64 fit: numpy makes objects of them
+    edges: list[object] = [
+        0.0,
+        -1.0,
+        1.0,
+        math.nextafter(1.0, 2.0),
+        math.nextafter(-1.0, -2.0),
+        math.nan,
+        math.inf,
+        -math.inf,
+        1,
+        -1,
+        2,
+        True,
+        np.float32(0.5),
+        np.float64(0.5),
+        "0.5",
+        None,
+        0.07,
+        float(np.float32(0.07)),
+        math.nextafter(float(np.float32(0.07)), 1.0),
+        2**53 + 1,
+        2**63,
+        10**25,
+        -(2**70),
+        10**31,
+    ]
+    for space in (cheetah, tight, wide):
+        check = spaces.action_validator(space)
+        n = space["shape"][0]
+        for _ in range(400):
+            action = [
+                rng.choice(edges) if rng.random() < 0.3 else rng.uniform(-1.2, 1.2)
+                for _ in range(n)
+            ]
+            assert _outcome(check, action) == _outcome(check, tuple(action)), action
+
+
+def test_a_float_list_outside_the_box_is_still_refused_naming_the_component() -> None:
+    check = spaces.action_validator(spaces.box(-1.0, 1.0, (3,), names=["hip", "knee", "foot"]))
+    assert check([0.5, -1.0, 1]).dtype == np.float32
+    with pytest.raises(InvalidAction, match=r"action\[1\] \(knee\) = 1.5 is above high 1"):
+        check([0.5, 1.5, 0.0])
+    with pytest.raises(InvalidAction, match=r"action\[2\] \(foot\) = nan is not finite"):
+        check([0.5, 0.0, math.nan])
+    with pytest.raises(InvalidAction):
+        check([0.5, True, 0.0])
+    with pytest.raises(InvalidAction, match="length 3"):
+        check([0.5, 0.0])

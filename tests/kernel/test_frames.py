@@ -497,3 +497,31 @@ def test_spin_read_returns_what_came_nothing_or_the_end() -> None:
         os.close(r)
         if w >= 0:
             os.close(w)
+
+
+def test_lists_of_floats_take_a_fast_path_that_agrees_with_the_general_codec() -> None:
+    rng = random.Random(3)
+    specials = [math.nan, math.inf, -math.inf, -0.0, 5e-324, 1.7976931348623157e308]
+    for count in (1, 2, 6, 17, frames.MAX_FLOAT_LIST, frames.MAX_FLOAT_LIST + 1):
+        value = [
+            rng.choice(specials) if rng.random() < 0.2 else rng.uniform(-9, 9) for _ in range(count)
+        ]
+        general = bytearray(5)
+        frames._enc(value, general, 0)
+        struct.pack_into("<IB", general, 0, len(general) - 4, frames.ACTION)
+        assert frame(frames.ACTION, value) == bytes(general)
+        back = decode(bytes(general[5:]))
+        slow = frames._Decoder(bytes(general[5:]), 1_000_000, True).value(0)
+        assert [struct.pack("<d", x) for x in back] == [struct.pack("<d", x) for x in slow]
+        assert all(type(x) is float for x in back)
+
+
+def test_a_list_that_only_looks_like_floats_is_decoded_by_the_general_path() -> None:
+    payload = bytearray(encode([1.0, 2.0, 3.0]))
+    payload[5 + 9] = ord("i")  # the second item is now an int of the same size
+    assert decode(bytes(payload)) == [1.0, 2**62, 3.0]
+    assert decode(encode([1.0, 2, 3.0])) == [1.0, 2, 3.0]
+    with pytest.raises(FrameError, match="more than"):
+        decode(encode([0.5] * 10), max_items=10)
+    with pytest.raises(FrameError):
+        decode(encode([0.5] * 10)[:-1])
