@@ -133,15 +133,15 @@ def _enc(value: Any, out: bytearray, depth: int) -> None:
         code = dtype.str.encode()
         if dtype.str not in _ALLOWED_DTYPES:
             raise FrameError(f"array dtype {arr.dtype} is not supported; use bool, int or float")
-        raw = arr.astype(dtype, copy=False).tobytes()
+        raw = arr.astype(dtype, copy=False)  # C-contiguous: its buffer is its bytes in order
         out += b"a"
         out += bytes((len(code),))
         out += code
         out += bytes((arr.ndim,))
         for dim in arr.shape:
             out += _U32.pack(dim)
-        out += _U32.pack(len(raw))
-        out += raw
+        out += _U32.pack(raw.nbytes)
+        out += raw.data  # copied once, into the frame
     elif _np is not None and isinstance(value, _np.generic):
         _enc(value.item(), out, depth)
     elif isinstance(value, float):  # float subclasses
@@ -303,7 +303,7 @@ class _Decoder:
         if len(_DECODED_HEADERS) < 256:
             _DECODED_HEADERS[self.buf[header_start:start]] = (dtype, shape, nbytes)
         # A bytearray copy gives a writable array the receiver may modify in place.
-        arr = _np.frombuffer(bytearray(self.buf[start : start + nbytes]), dtype)
+        arr = _np.frombuffer(bytearray(memoryview(self.buf)[start : start + nbytes]), dtype)
         return arr if ndim == 1 else arr.reshape(shape)
 
 
@@ -327,7 +327,7 @@ def _decode(buf: bytes, max_items: int, arrays: bool) -> Any:
         head_len = 7 + buf[1] + 4 * buf[2 + buf[1]]
         known = _DECODED_HEADERS.get(buf[:head_len])
         if known is not None and len(buf) == head_len + known[2]:
-            arr = _np.frombuffer(bytearray(buf[head_len:]), known[0])
+            arr = _np.frombuffer(bytearray(memoryview(buf)[head_len:]), known[0])
             return arr if len(known[1]) == 1 else arr.reshape(known[1])
     if len(buf) > 14 and buf[0] == 0x6C:  # fast path: a list of floats (a continuous action)
         count = _U32.unpack_from(buf, 1)[0]
