@@ -154,6 +154,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     isolation = Isolation(
         strict=args.isolation == "strict",
         hidden=tuple(map(str, task_dirs(args.tasks_dir or (), builtin=False))),
+        # Hidden splits run from a private copy of the runtime, as the host judges them.
+        private_runtime=args.split != "train",
     )
     runner = Runner(isolation=isolation)
     try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from evopolicy_mcp.evaluation import episodes as evaluation
 from evopolicy_mcp.evaluation import snapshot
+from evopolicy_mcp.evaluation.executors import private_runtime
 from evopolicy_mcp.evaluation.plan import Executor
 from evopolicy_mcp.host.selection import CandidateScore, select_candidate
 from evopolicy_mcp.store.database import Store
@@ -42,7 +43,11 @@ def judge(store: Store, run: RunRecord, task: Task, *, executor: Executor) -> st
             raise LookupError(f"candidate {sub_id} of run {run.id} is missing from the records")
         program = snapshot.open_program(store.programs_dir, sub.program_digest)
         jobs = evaluation.jobs_for(task, split, range(count), run.secret)
-        fb = evaluation.evaluate(program, task, jobs, executor=executor, traces=False, share=run.id)
+        # From a private copy of the runtime: pages a hidden episode reads are its own.
+        with private_runtime(executor) as hidden:
+            fb = evaluation.evaluate(
+                program, task, jobs, executor=hidden, traces=False, share=run.id
+            )
         store.save_result(
             run.id,
             sub_id,

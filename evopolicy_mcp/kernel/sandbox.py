@@ -2,8 +2,9 @@
 
 Layers, each detected by :func:`probe` and chosen by :class:`Isolation`:
 
-- ``filesystem`` (Landlock): read and execute the Python runtime and the
-  shared libraries; read the program snapshot, ``/proc/self`` and a few
+- ``filesystem`` (Landlock): read and execute the policy runtime (the
+  standard library, numpy, the interpreter and the shared libraries they
+  load: :mod:`evopolicy_mcp.kernel.runtime`); read the program snapshot, ``/proc/self`` and a few
   devices; read and write the episode's scratch directory. Every other open,
   listing, creation, rename or removal fails with EACCES: the data directory,
   $HOME, the rest of /tmp, the tasks, the agent's workspace, other processes'
@@ -60,6 +61,7 @@ from typing import Any
 
 from evopolicy_mcp.kernel import cgroups, linux
 from evopolicy_mcp.kernel.limits import ProcessLimits
+from evopolicy_mcp.kernel.runtime import policy_runtime
 
 __all__ = ["LAYERS", "Isolation", "Layer", "Probe", "Sandbox", "SandboxError", "prepare", "probe"]
 
@@ -80,8 +82,6 @@ RUNTIME = linux.EXECUTE | READ_ONLY
 SCRATCH = READ_ONLY | linux.WRITE_FILE | linux.TRUNCATE | linux.MAKE_REG | linux.MAKE_DIR
 SCRATCH |= linux.MAKE_SYM | linux.MAKE_FIFO | linux.REMOVE_FILE | linux.REMOVE_DIR | linux.REFER
 # (no devices, sockets or executables in scratch)
-SHARED_LIBRARIES = ("/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache")
-OPTIONAL_FILES = ("/etc/localtime",)
 DEVICES = {"/dev/null": linux.READ_FILE | linux.WRITE_FILE | linux.TRUNCATE}
 DEVICES |= dict.fromkeys(("/dev/urandom", "/dev/random", "/dev/zero"), linux.READ_FILE)
 
@@ -97,6 +97,9 @@ class Isolation:
     ``hidden`` names paths that must stay unreadable even where they lie inside
     the Python runtime (the data directory, tasks directories, workspaces): a
     runtime directory that contains one of them is not granted at all.
+
+    ``private_runtime``: policy processes read the runtime from a private copy
+    (:mod:`evopolicy_mcp.kernel.runtime`), as hidden splits do.
     """
 
     filesystem: bool = True
@@ -109,6 +112,7 @@ class Isolation:
     processes: bool = True
     strict: bool = False
     hidden: tuple[str, ...] = ()
+    private_runtime: bool = False
 
     @classmethod
     def none(cls) -> Isolation:
@@ -403,11 +407,10 @@ class Sandbox:
 
     def open_rules(self) -> None:
         """Open the paths every episode may use and keep their rules ready."""
-        runtime = self.runtime if self.runtime is not None else runtime_paths(self.isolation.hidden)
-        paths = dict.fromkeys(runtime, RUNTIME)
-        paths |= dict.fromkeys(SHARED_LIBRARIES, RUNTIME) | dict.fromkeys(
-            OPTIONAL_FILES, linux.READ_FILE
-        )
+        granted = self.runtime
+        if granted is None:
+            granted = policy_runtime(runtime_paths(self.isolation.hidden)).grants
+        paths = dict.fromkeys(granted, RUNTIME)
         seen: set[tuple[int, int]] = set()
         for path, access in (paths | DEVICES).items():
             try:
@@ -485,8 +488,8 @@ def prepare(
 ) -> Sandbox:
     """Make the template ready to confine its children; once, before the first fork.
 
-    ``runtime``: the runtime directories to grant, if worked out already (by
-    :func:`runtime_paths`, from ``isolation.hidden``).
+    ``runtime``: the runtime files and directories to grant, if worked out already
+    (by :func:`~evopolicy_mcp.kernel.runtime.policy_runtime`, from ``isolation.hidden``).
 
     Raises :class:`SandboxError` in strict mode when a requested layer is
     missing, naming it and why. The template enters the empty network

@@ -33,6 +33,13 @@ tasks) reach only a short-lived child of the template (:func:`runtime_grants`),
 never its command line or its memory, which every spare inherits; a spare
 drops the template's bookkeeping of other episodes before it waits.
 
+A template of a hidden split (``Isolation.private_runtime``) first copies the
+policy runtime to a tmpfs of its own mount namespace, binds it over the
+originals and starts its interpreter again from it (:func:`private_start`):
+every page its policy processes read or map is then its own
+(:mod:`evopolicy_mcp.kernel.runtime`). Other templates show the folders that
+copy leaves out (test suites) empty, so that every split sees the same runtime.
+
 Control protocol (host <-> template, a SOCK_SEQPACKET pair; both ends are
 trusted code, policy processes close it before any program code runs): JSON
 messages; ``spawn`` carries four descriptors (observations read end,
@@ -55,7 +62,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from evopolicy_mcp.kernel import cgroups, confine, mailbox, sandbox
+from evopolicy_mcp.kernel import cgroups, confine, mailbox, runtime, sandbox
 from evopolicy_mcp.kernel.child import run_policy, warm_up
 from evopolicy_mcp.kernel.limits import ProcessLimits
 from evopolicy_mcp.kernel.scratch import Scratch, Tidier, copy_program, warm_copy
@@ -546,6 +553,20 @@ def main() -> None:
     confine.prctl(confine.PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != host_pid:
         os._exit(0)  # the host died before the parent-death signal was armed
+    isolation_json = sys.argv[3] if len(sys.argv) > 3 else None
+    # The host makes the scratch root (and removes it should this process be killed).
+    scratch_root = (
+        sys.argv[5] if len(sys.argv) > 5 else tempfile.mkdtemp(prefix="evopolicy-scratch-")
+    )
+    private: int | None = None  # the private runtime's device, once started from it
+    policy_runtime: runtime.Runtime | None = None
+    if len(sys.argv) > 7:  # started again, from the private copy (private_start)
+        policy_runtime, private = read_runtime(int(sys.argv[6])), int(sys.argv[7])
+    elif len(sys.argv) > 6:
+        policy_runtime = runtime_grants(int(sys.argv[6]))
+        isolation = sandbox.Isolation.from_json(isolation_json) if isolation_json else None
+        if isolation is not None and isolation.private_runtime:
+            private_start(policy_runtime, scratch_root, isolation.strict)
     # A session of its own, without a controlling terminal: no policy process can reach
     # the operator's terminal, and none needs a session (and scheduler autogroup) of its own.
     os.setsid()
@@ -561,11 +582,6 @@ def main() -> None:
     cpus = os.sched_getaffinity(0)
     confine.pin({min(cpus)})
     os.umask(0o077)
-    # The host makes the scratch root (and removes it should this process be killed).
-    scratch_root = (
-        sys.argv[5] if len(sys.argv) > 5 else tempfile.mkdtemp(prefix="evopolicy-scratch-")
-    )
-    runtime = runtime_grants(int(sys.argv[6])) if len(sys.argv) > 6 else None
     for name in PRELOAD:
         try:
             __import__(name)
@@ -573,7 +589,12 @@ def main() -> None:
             pass
     warm_up()
     warm_copy()
-    box = prepare_sandbox(sys.argv[3] if len(sys.argv) > 3 else None, groups, runtime)
+    if private is not None:
+        check_private(private, isolation_json)
+    grants = policy_runtime.grants if policy_runtime is not None else None
+    box = prepare_sandbox(isolation_json, groups, grants)
+    if policy_runtime is not None and private is None and box.disk:
+        mask_runtime(policy_runtime, scratch_root)
     groups.controllers = box.cgroups
     gc.collect()
     gc.freeze()  # keep the preloaded heap shared with every fork (no refcount-driven copies)
@@ -581,10 +602,10 @@ def main() -> None:
     Template(control, scratch_root, box, groups, cpus).serve()
 
 
-def runtime_grants(hidden_fd: int) -> list[str]:
-    """The runtime directories policies may read, worked out in a child of this process
-    from the paths they must not read (a JSON list on ``hidden_fd``): those paths never
-    enter this process's memory, which every policy process inherits."""
+def runtime_grants(hidden_fd: int) -> runtime.Runtime:
+    """The runtime files and directories policies may read, worked out in a child of
+    this process from the paths they must not read (a JSON list on ``hidden_fd``):
+    those paths never enter this process's memory, which every policy process inherits."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -592,7 +613,8 @@ def runtime_grants(hidden_fd: int) -> list[str]:
             os.close(r)
             with os.fdopen(hidden_fd, "rb") as f:
                 hidden = json.loads(f.read() or b"[]")
-            os.write(w, json.dumps(sandbox.runtime_paths(hidden)).encode())
+            found = runtime.policy_runtime(sandbox.runtime_paths(hidden))
+            os.write(w, found.to_json().encode())
         finally:
             os._exit(0)
     os.close(hidden_fd)
@@ -603,7 +625,59 @@ def runtime_grants(hidden_fd: int) -> list[str]:
     if not answer:
         sys.stderr.write("evopolicy-mcp: cannot work out the runtime policies may read\n")
         os._exit(78)
-    return list(json.loads(answer))
+    return runtime.Runtime.from_json(answer)
+
+
+def read_runtime(fd: int) -> runtime.Runtime:
+    with os.fdopen(fd, "rb") as f:
+        return runtime.Runtime.from_json(f.read())
+
+
+def mask_runtime(found: runtime.Runtime, scratch_root: str) -> None:
+    """Show the folders the private copy leaves out as empty ones here too, so that
+    training and hidden splits see the same runtime."""
+    try:
+        runtime.mask(found.masked, scratch_root)
+    except OSError as exc:
+        sys.stderr.write(f"evopolicy-mcp: warning: cannot hide the runtime's test suites: {exc}\n")
+
+
+def private_start(found: runtime.Runtime, scratch_root: str, strict: bool) -> None:
+    """Copy the policy runtime ``found`` to a tmpfs of this process's own mount
+    namespace, bound over the originals, and start this interpreter again from it:
+    from then on every file it maps, and every file its policy processes may read,
+    is a private page (:mod:`evopolicy_mcp.kernel.runtime`). Returns only if that
+    failed and ``strict`` is off (then the runtime is the shared one, with a warning).
+    """
+    try:
+        copied = runtime.make_private(found, scratch_root)
+    except OSError as exc:
+        sys.stderr.write(f"evopolicy-mcp: cannot make a private copy of the runtime: {exc}\n")
+        if strict:
+            os._exit(78)
+        sys.stderr.write("evopolicy-mcp: warning: hidden episodes read the shared runtime\n")
+        return
+    r, w = os.pipe()  # for the new image: a few kilobytes, within a pipe's buffer
+    os.write(w, found.to_json().encode())
+    os.close(w)
+    os.set_inheritable(r, True)
+    args = sys.argv[1:6] + [str(r), str(copied.device)]
+    head = sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1]  # interpreter, options, -c code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, head + args)
+
+
+def check_private(device: int, isolation_json: str | None) -> None:
+    """Every file this process maps must be on the private copy (its device)."""
+    foreign = runtime.foreign_mappings(device)
+    if not foreign:
+        return
+    shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+    sys.stderr.write(f"evopolicy-mcp: files outside the private runtime are mapped: {shown}\n")
+    isolation = sandbox.Isolation.from_json(isolation_json) if isolation_json else None
+    if isolation is not None and isolation.strict:
+        os._exit(78)
 
 
 def prepare_sandbox(
