@@ -260,7 +260,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print_sizes(rows)
         return 0
     show: Callable[[Any], None]
-    if args.agent_sandbox:
+    if args.private_runtime:
+        from evopolicy_mcp.cli.bench_private import print_private_bench, run_private_bench
+
+        figures = run_private_bench(args.episodes or 64, args.rounds or 5)
+        show = print_private_bench
+    elif args.agent_sandbox:
         from evopolicy_mcp.cli.bench_agent import print_agent_bench, run_agent_bench
 
         figures = run_agent_bench()
@@ -441,6 +446,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--agent-sandbox",
         action="store_true",
         help="measure what confining an agent CLI costs at its start instead",
+    )
+    p.add_argument(
+        "--private-runtime",
+        action="store_true",
+        help="measure what running hidden splits from a private copy of the runtime costs "
+        "instead (--episodes: a validation's worth, default 64)",
     )
     p.add_argument("--json", action="store_true")
 
