@@ -7,7 +7,8 @@ with a fresh runner from a private copy (as the judge's hidden evaluations do):
 one episode (the set-up: the template's start, and the copy) and ``episodes``
 (a validation's worth). It prints the medians, what the copy holds and how much
 memory its tmpfs takes, and a judging's extra time (three candidates' validation
-and one assessment: four hidden evaluations). It asserts nothing.
+and one assessment: four hidden evaluations) beside the time of its episodes.
+It asserts nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from evopolicy_mcp.tasks.model import get_task
 __all__ = ["print_private_bench", "run_private_bench"]
 
 JUDGING_EVALUATIONS = 4  # three candidates' validation, then one assessment
+JUDGING_EPISODES = 3 * 64 + 128  # with 64 validation and 128 assessment episodes
 
 
 def _tmpfs_used(runner: Runner) -> int | None:
@@ -88,6 +90,10 @@ def run_private_bench(episodes: int = 64, rounds: int = 5) -> dict[str, Any]:
         "ranges": {k: (min(v), max(v)) for k, v in times.items()},
         "setup_seconds": setup,
         "judging_extra_seconds": JUDGING_EVALUATIONS * setup,
+        # The judging's episodes at this task's pace (the 64-episode figure, less its set-up).
+        "judging_seconds": JUDGING_EPISODES
+        * (medians[f"shared, {episodes}"] - medians["shared, 1"])
+        / max(1, episodes - 1),
         "copy_files": files,
         "copy_bytes": size,
         "tmpfs_bytes": statistics.median(used) if used else None,
@@ -106,7 +112,8 @@ def print_private_bench(figures: dict[str, Any]) -> None:
     print(f"  set-up per hidden evaluation      {figures['setup_seconds'] * 1000:6.0f} ms")
     print(
         f"  a judging's extra time ({JUDGING_EVALUATIONS} hidden evaluations) "
-        f"{figures['judging_extra_seconds']:.2f} s"
+        f"{figures['judging_extra_seconds']:.2f} s, against {figures['judging_seconds']:.1f} s "
+        f"for its {JUDGING_EPISODES} CartPole episodes"
     )
     mib = figures["copy_bytes"] / (1 << 20)
     print(f"  the copy: {figures['copy_files']} files, {mib:.0f} MiB")

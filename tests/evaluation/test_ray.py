@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from evopolicy_mcp.evaluation.episodes import evaluate
+from evopolicy_mcp.evaluation.executors import private_runtime
 from evopolicy_mcp.evaluation.feedback import Feedback
 from tests.evaluation.test_processes import MIXED, ROOMY, SLOW_BALANCE, exactly
-from tests.support.kernel import Kernel, with_parameters
+from tests.support.kernel import FAILS_WHEN_PRIVATE, Kernel, needs, with_parameters
 
 if os.environ.get("EVOPOLICY_REQUIRE_RAY"):
     import ray  # installed for this run: its tests must run
@@ -63,6 +64,19 @@ def test_ray_actors_give_the_feedback_of_the_thread_executor(
     threads = evaluate(program, task, jobs, runner=kernel.runner)
     assert exactly(evaluate(program, task, jobs, executor=actors)) == exactly(threads)
     assert len(set(actors.actor_pids())) == 2
+
+
+@needs("filesystem", "disk")
+def test_hidden_splits_on_ray_actors_run_from_a_private_runtime(
+    kernel: Kernel, actors: RayExecutor
+) -> None:
+    task = with_parameters(ROOMY, max_episode_steps=20)
+    program = kernel.program(FAILS_WHEN_PRIVATE)
+    jobs = kernel.jobs(task, 2, split="validation")
+    assert evaluate(program, task, jobs, executor=actors).policy_failures == 0
+    with private_runtime(actors) as hidden:
+        assert hidden is not actors
+        assert evaluate(program, task, jobs, executor=hidden).policy_failures == 2
 
 
 def test_an_actor_lost_mid_episode_is_replaced_and_its_episode_run_again(

@@ -13,30 +13,7 @@ import pytest
 
 from evopolicy_mcp.host.authority import Host
 from tests.support.host import SEED, finish
-from tests.support.kernel import needs
-
-FAILS_WHEN_PRIVATE = """
-import os
-import numpy
-
-def _private():
-    here = os.path.realpath(os.path.dirname(numpy.__file__))
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == here:
-                return line.split(" - ", 1)[1].split()[0] == "tmpfs"
-    return False
-
-def make_policy(context):
-    if _private():
-        raise RuntimeError("runs from the private runtime")
-    return Balancer()
-
-class Balancer:
-    def act(self, observation):
-        return 1 if observation[2] + 0.3 * observation[3] > 0 else 0
-"""
+from tests.support.kernel import FAILS_WHEN_PRIVATE, needs
 
 
 @needs("filesystem", "disk")

@@ -4,7 +4,7 @@ Each test is a writer and a reader: the writer, one episode of one evaluation in
 one host process, tries to leave a bit in a runtime file every policy can read;
 the reader, an episode of another evaluation in another host process, tries to
 read it. The reader must see the same whichever bit the writer left. Timing a
-first read of a page is not covered: see docs/security.md.
+first read of a page a hidden episode touched: tests/kernel/test_private_runtime.py.
 """
 
 from __future__ import annotations

@@ -53,6 +53,32 @@ class Policy:
 """
 
 
+# Fails when numpy's folder is a tmpfs mount: the private copy of the runtime that hidden
+# splits read (evopolicy_mcp.kernel.runtime), bound over the original.
+FAILS_WHEN_PRIVATE = """
+import os
+import numpy
+
+def _private():
+    here = os.path.realpath(os.path.dirname(numpy.__file__))
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == here:
+                return line.split(" - ", 1)[1].split()[0] == "tmpfs"
+    return False
+
+def make_policy(context):
+    if _private():
+        raise RuntimeError("runs from the private runtime")
+    return Balancer()
+
+class Balancer:
+    def act(self, observation):
+        return 1 if observation[2] + 0.3 * observation[3] > 0 else 0
+"""
+
+
 def with_limits(task: Task | str, **limits: Any) -> Task:
     """``task`` with some of its policy-process limits replaced."""
     task = TASKS[task] if isinstance(task, str) else task
