@@ -99,7 +99,7 @@ def client_check(
         if result.is_error:
             raise RuntimeError("list_tasks returned an error")
         tasks = result.structured_content or {}
-        count = len(tasks.get("result", [])) if isinstance(tasks, dict) else 0
+        count = tasks.get("total", 0) if isinstance(tasks, dict) else 0
         return f"list_tasks answered with {count} task(s)"
 
     try:

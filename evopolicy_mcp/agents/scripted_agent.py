@@ -145,7 +145,10 @@ _RUN_KEYS = ("run_id", "state", "budget", "remaining", "candidates", "message")
 def _summary(tool: str, content: dict[str, Any]) -> dict[str, Any]:
     """What a result line shows: the few fields the strategy reads."""
     if tool == "list_tasks":
-        return {"tasks": [t.get("id") for t in content.get("result", [])]}
+        return {
+            "total": content.get("total"),
+            "tasks": [t.get("id") for t in content.get("tasks", [])],
+        }
     if tool == "describe_task":
         return {
             "task": content.get("id"),
@@ -259,10 +262,11 @@ class Agent:
         return policy.read_text()
 
     async def pick_task(self) -> str:
-        tasks = (await self.call("list_tasks", {})).get("result", [])
+        listed = await self.call("list_tasks", {})
+        tasks = listed.get("tasks", [])
         task = self.args.task or task_from_prompt(" ".join(self.args.prompt))
         if task is None:
-            if len(tasks) != 1:
+            if listed.get("total") != 1 or len(tasks) != 1:
                 raise AgentError(
                     "no task id: pass --task ID or a prompt with 'Evolve a policy for the task `ID`.'"
                 )

@@ -114,8 +114,12 @@ async def _play(data_dir: Path, episodes: int, tasks_dirs: list[str]) -> str:
     )
     _say(f"[agent] starting the server over stdio: {sys.executable} -m evopolicy_mcp serve")
     async with Client(server, read_timeout_seconds=120) as client:
-        tasks = (await _call(client, "list_tasks", {}))["result"]
-        _say(f"[agent] list_tasks: {', '.join(t['id'] for t in tasks)}")
+        listed = await _call(client, "list_tasks", {})
+        families = ", ".join(f"{f['family']} ({f['tasks']})" for f in listed["families"])
+        _say(f"[agent] list_tasks: {listed['total']} tasks; families: {families}")
+        family = await _call(client, "list_tasks", {"family": "classic-control"})
+        tasks = family["tasks"]
+        _say(f"[agent] list_tasks(family='classic-control'): {', '.join(t['id'] for t in tasks)}")
         if TASK_ID not in {t["id"] for t in tasks}:
             raise DemoError(f"the server offers no {TASK_ID!r} task")
 

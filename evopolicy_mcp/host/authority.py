@@ -64,6 +64,7 @@ from evopolicy_mcp.host.public import (
     run_status,
     submission_status,
     task_info,
+    task_list,
     task_spec,
 )
 from evopolicy_mcp.host.reports import build_report, build_rows, reproducibility
@@ -77,6 +78,7 @@ from evopolicy_mcp.host.views import (
     RunStatus,
     SubmissionView,
     TaskInfo,
+    TaskList,
     TaskSpec,
 )
 from evopolicy_mcp.host.workers import Workers
@@ -84,7 +86,7 @@ from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.runner.template import Runner
 from evopolicy_mcp.store.database import PENDING, Rejected, Store
 from evopolicy_mcp.store.records import RunRecord, SubmissionRecord
-from evopolicy_mcp.tasks.model import Task, load_tasks, task_dirs, unavailable, unknown_task
+from evopolicy_mcp.tasks.model import Task, load_catalog, task_dirs, unavailable, unknown_task
 
 __all__ = ["ERROR_CODES", "Host", "HostError", "RUN_NAME"]
 
@@ -130,7 +132,9 @@ class Host:
         trace_all: bool = False,
         trace_steps: int | None = None,
     ) -> None:
-        self.tasks: dict[str, Task] = load_tasks(tasks_dirs)
+        catalog = load_catalog(tasks_dirs)
+        self.tasks: dict[str, Task] = catalog.tasks
+        self._families = catalog.families
         if runner is None:
             # Policy processes must not read the records or the operator's task files.
             hidden = (str(data_dir), *(str(d) for d in task_dirs(tasks_dirs, builtin=False)))
@@ -228,6 +232,22 @@ class Host:
         return None if self.bind is None else Binding(*self.bind)
 
     def list_tasks(self, family: str | None = None, *, client: str | None = None) -> list[TaskInfo]:
+        return [task_info(t) for t in self._listed(family, client)]
+
+    def task_list(
+        self,
+        family: str | None = None,
+        *,
+        offset: int = 0,
+        max_chars: int | None = None,
+        client: str | None = None,
+    ) -> TaskList:
+        """``list_tasks`` for an agent: a line per family, then the tasks in pages."""
+        return task_list(
+            self._listed(family, client), self._families, offset=offset, max_chars=max_chars
+        )
+
+    def _listed(self, family: str | None, client: str | None) -> list[Task]:
         tasks = list(self.tasks.values())
         bound = self._binding(client)
         if bound is not None:
@@ -239,7 +259,7 @@ class Host:
                 raise HostError(
                     "unknown_task", f"no tasks in family {family[:60]!r}; families: {known}"
                 )
-        return [task_info(t) for t in tasks]
+        return tasks
 
     def task_info(self, task_id: str, *, client: str | None = None) -> TaskInfo:
         return task_info(self._task(task_id, client))

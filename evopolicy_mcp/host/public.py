@@ -19,6 +19,7 @@ from evopolicy_mcp.host.guide import ABI_GUIDE
 from evopolicy_mcp.host.pages import compact_text, largest_fit
 from evopolicy_mcp.host.views import (
     BudgetView,
+    FamilyBrief,
     LimitsView,
     Remaining,
     RunInfo,
@@ -28,10 +29,11 @@ from evopolicy_mcp.host.views import (
     SubmissionBrief,
     SubmissionStatus,
     TaskInfo,
+    TaskList,
     TaskSpec,
 )
 from evopolicy_mcp.store.records import SubmissionRecord
-from evopolicy_mcp.tasks.model import Task, unavailable
+from evopolicy_mcp.tasks.model import FamilyInfo, Task, unavailable
 
 __all__ = [
     "BASELINE_MAX_BYTES",
@@ -45,6 +47,7 @@ __all__ = [
     "run_status",
     "submission_status",
     "task_info",
+    "task_list",
     "task_spec",
 ]
 
@@ -77,6 +80,56 @@ def task_info(task: Task) -> TaskInfo:
         budget=budget_view(task),
         available=unavailable(task) is None,
     )
+
+
+def task_list(
+    tasks: Sequence[Task],
+    families: dict[str, FamilyInfo],
+    *,
+    offset: int = 0,
+    max_chars: int | None = None,
+) -> TaskList:
+    """``tasks`` from ``offset``, as many as fit ``max_chars``, after a line per family
+    (the hint names the offset of the rest)."""
+    offset = max(0, offset)
+    counts: dict[str, list[int]] = {}
+    for t in tasks:
+        seen = counts.setdefault(t.family, [0, 0])
+        seen[0] += 1
+        seen[1] += unavailable(t) is None
+    briefs = [
+        FamilyBrief(
+            family=f,
+            title=families[f].title if f in families else f,
+            tasks=n,
+            available=ok,
+        )
+        for f, (n, ok) in sorted(counts.items())
+    ]
+    infos = [task_info(t) for t in tasks[offset:]]
+
+    def build(n: int) -> TaskList:
+        following = offset + n if offset + n < len(tasks) else None
+        hint = None
+        if following is not None:
+            hint = (
+                f"{len(tasks) - following} more tasks: call list_tasks again with "
+                f"offset={following}"
+            )
+            if len(briefs) > 1:
+                hint += ", or list_tasks(family=F) for one family's tasks"
+        elif offset and offset >= len(tasks):
+            hint = f"offset {offset} is past the last task ({len(tasks)} in all)"
+        return TaskList(
+            families=briefs,
+            total=len(tasks),
+            offset=offset,
+            next_offset=following,
+            hint=hint,
+            tasks=infos[:n],
+        )
+
+    return largest_fit(build, len(infos), max_chars, least=min(1, len(infos)))
 
 
 def rules(task: Task) -> list[str]:

@@ -24,6 +24,7 @@ __all__ = [
     "EpisodeView",
     "EvaluationView",
     "EventView",
+    "FamilyBrief",
     "FinalizeAck",
     "LimitsView",
     "Remaining",
@@ -40,6 +41,7 @@ __all__ = [
     "SubmissionStatus",
     "SubmissionView",
     "TaskInfo",
+    "TaskList",
     "TaskSpec",
 ]
 
@@ -75,6 +77,26 @@ class TaskInfo(_View):
         description="false when this server lacks the task's environment package: "
         "describe_task and start_run then say what the operator must install"
     )
+
+
+class FamilyBrief(_View):
+    family: str
+    title: str
+    tasks: int = Field(description="how many tasks the family has")
+    available: int = Field(description="how many of them this server can run")
+
+
+class TaskList(_View):
+    families: list[FamilyBrief] = Field(
+        description="every family listed, with its task count (list_tasks(family=F) for one)"
+    )
+    total: int = Field(description="tasks listed in all, over every page")
+    offset: int = 0
+    next_offset: int | None = Field(
+        default=None, description="where the next page starts: call again with offset=this"
+    )
+    hint: str | None = None
+    tasks: list[TaskInfo]
 
 
 class ScoreView(_View):

@@ -32,7 +32,7 @@ from evopolicy_mcp.host.views import (
     RunInfo,
     RunStatus,
     SubmissionView,
-    TaskInfo,
+    TaskList,
     TaskSpec,
 )
 from evopolicy_mcp.server.bridge import (
@@ -49,7 +49,6 @@ from evopolicy_mcp.server.results import (
     FILE_MIME,
     EvopolicyServer,
     agent_result,
-    list_result,
 )
 from evopolicy_mcp.server.schemas import lean_schema
 
@@ -118,12 +117,20 @@ def build_server(host: Host | Callable[[], Host]) -> MCPServer:
             str | None,
             Field(description="only the tasks of this family, e.g. 'minigrid' (default: all)"),
         ] = None,
-    ) -> Annotated[CallToolResult, list[TaskInfo]]:
-        """List the tasks: id, family, title, one-line summary and budget of each, and
-        whether this server has its environment installed (available). Costs nothing."""
+        offset: Annotated[int, Field(ge=0, description="first task to list (see hint)")] = 0,
+    ) -> Annotated[CallToolResult, TaskList]:
+        """List the tasks: first each family with its task count, then id, family, title,
+        one-line summary and budget of each task, and whether this server has its
+        environment installed (available). Many tasks come in pages: when next_offset is
+        set, call again with offset=next_offset, or list one family. Costs nothing."""
         client = client_of(ctx)
-        return list_result(
-            await host_call("list_tasks", lambda: slot.host.list_tasks(family, client=client))
+        return agent_result(
+            await host_call(
+                "list_tasks",
+                lambda: slot.host.task_list(
+                    family, offset=offset, max_chars=RESULT_CHARS, client=client
+                ),
+            )
         )
 
     @tool(_READ_ONLY)

@@ -12,10 +12,9 @@
 
 from __future__ import annotations
 
-import json
 import mimetypes
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -27,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from evopolicy_mcp.host.pages import compact, compact_text
 from evopolicy_mcp.server.schemas import argument_error
 
-__all__ = ["FILE_MIME", "EvopolicyServer", "agent_result", "file_mime", "list_result"]
+__all__ = ["FILE_MIME", "EvopolicyServer", "agent_result", "file_mime"]
 
 FILE_MIME = "application/octet-stream"  # what the file template declares: any file
 _KNOWN = {
@@ -57,15 +56,6 @@ def agent_result(view: BaseModel) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=compact_text(view))],
         structured_content=compact(view),
-    )
-
-
-def list_result(views: Sequence[BaseModel]) -> CallToolResult:
-    """A tool result for a list of views (structured content wraps it as ``result``)."""
-    document = {"result": [compact(v) for v in views]}
-    text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], structured_content=document
     )
 
 

@@ -20,6 +20,7 @@ from evopolicy_mcp.host.pages import RESULT_CHARS
 from evopolicy_mcp.server.app import build_server
 from evopolicy_mcp.tasks.model import BUILTIN_TASKS_DIR
 from tests.support.server import error_text, write_task
+from tests.support.tasks import sample_tasks
 
 pytestmark = pytest.mark.anyio
 
@@ -62,33 +63,84 @@ async def read(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return dict(document)
 
 
+async def listed(client: Client, **arguments: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every task id list_tasks gives, page after page, and the first page's families."""
+    first = await read(client, "list_tasks", **arguments)
+    ids, page = [], first
+    while True:
+        ids += [t["id"] for t in page["tasks"]]
+        assert page["total"] == first["total"] and page["families"] == first["families"]
+        if page.get("next_offset") is None:
+            break
+        assert f"offset={page['next_offset']}" in page["hint"]
+        page = await read(client, "list_tasks", **arguments, offset=page["next_offset"])
+    return ids, first["families"]
+
+
+async def test_hundreds_of_tasks_are_listed_in_pages_after_a_line_per_family(
+    tmp_path: Path,
+) -> None:
+    with Host(tmp_path / "data") as host:
+        async with Client(build_server(host)) as client:
+            ids, families = await listed(client)
+            assert len(ids) > 100 and ids == list(host.tasks)  # each once, in id order
+            assert sum(f["tasks"] for f in families) == len(ids)
+            by_family = {f["family"]: f for f in families}
+            assert {"classic-control", "crafter", "puzzles"} <= set(by_family)
+            # One family: only its tasks, every one of them.
+            puzzles, only = await listed(client, family="puzzles")
+            assert [f["family"] for f in only] == ["puzzles"]
+            assert puzzles == [i for i in ids if host.tasks[i].family == "puzzles"]
+            assert (
+                len(puzzles) == by_family["puzzles"]["tasks"] == by_family["puzzles"]["available"]
+            )
+            past = await read(client, "list_tasks", offset=len(ids) + 5)
+            assert past["tasks"] == [] and "past the last task" in past["hint"]
+            unknown = await client.call_tool("list_tasks", {"family": "nope"})
+            assert unknown.is_error and "families: " in error_text(unknown)
+
+
+async def describe_every_page(client: Client, task: str) -> int:
+    """``task``'s spec page by page, each within the bound; the pages add up to the
+    whole spec (the resource). Returns how many pages it took."""
+    first = await read(client, "describe_task", task_id=task)
+    merged = dict(first)
+    for page in range(2, first.get("pages", 1) + 1):
+        more = await read(client, "describe_task", task_id=task, page=page)
+        assert more["page"] == page and more["id"] == task
+        assert set(more) & set(merged) <= {"id", "page", "pages", "hint"}
+        merged.update(more)
+    if first.get("pages", 1) > 1:
+        assert "page=2" in first["hint"]
+    whole = (await client.read_resource(f"evopolicy://tasks/{task}")).contents[0]
+    full = json.loads(whole.text)  # type: ignore[union-attr]
+    for key in ("page", "pages", "hint"):
+        merged.pop(key, None)
+    assert merged == full, task
+    return int(first.get("pages", 1))
+
+
+async def test_a_task_spec_of_every_family_comes_in_pages_within_the_bound_that_add_up(
+    tmp_path: Path,
+) -> None:
+    with Host(tmp_path / "data") as host:
+        async with Client(build_server(host)) as client:
+            for task in sample_tasks():
+                await describe_every_page(client, task.id)
+            assert await describe_every_page(client, "crafter") > 1
+            beyond = await client.call_tool("describe_task", {"task_id": "crafter", "page": 9})
+            assert beyond.is_error and "page must be 1.." in error_text(beyond)
+
+
+@pytest.mark.exhaustive
 async def test_every_builtin_task_spec_comes_in_pages_within_the_bound_that_add_up(
     tmp_path: Path,
 ) -> None:
     with Host(tmp_path / "data") as host:
         async with Client(build_server(host)) as client:
-            tasks = (await client.call_tool("list_tasks", {})).structured_content
-            assert tasks is not None
-            paged = set()
-            for task in (t["id"] for t in tasks["result"]):
-                first = await read(client, "describe_task", task_id=task)
-                merged = dict(first)
-                for page in range(2, first.get("pages", 1) + 1):
-                    more = await read(client, "describe_task", task_id=task, page=page)
-                    assert more["page"] == page and more["id"] == task
-                    assert set(more) & set(merged) <= {"id", "page", "pages", "hint"}
-                    merged.update(more)
-                if first.get("pages", 1) > 1:
-                    paged.add(task)
-                    assert "page=2" in first["hint"]
-                whole = (await client.read_resource(f"evopolicy://tasks/{task}")).contents[0]
-                full = json.loads(whole.text)  # type: ignore[union-attr]
-                for key in ("page", "pages", "hint"):
-                    merged.pop(key, None)
-                assert merged == full, task
-            assert "crafter" in paged
-            beyond = await client.call_tool("describe_task", {"task_id": "crafter", "page": 9})
-            assert beyond.is_error and "page must be 1.." in error_text(beyond)
+            ids, _ = await listed(client)
+            for task in ids:
+                await describe_every_page(client, task)
 
 
 @pytest.fixture(scope="module")

@@ -180,7 +180,7 @@ async def test_run_limit_and_bound_run_are_enforced(tmp_path: Path, tasks_dir: P
             assert "run_id you already have" in await call_error(c, "start_run", task_id=MINI)
     with Host(tmp_path / "bound", tasks_dirs=[tasks_dir], bind=(MINI, "bench-1")) as bound:
         async with Client(build_server(bound)) as c:
-            assert [t["id"] for t in (await call(c, "list_tasks"))["result"]] == [MINI]
+            assert [t["id"] for t in (await call(c, "list_tasks"))["tasks"]] == [MINI]
             first = await call(c, "start_run", task_id=MINI)
             again = await call(c, "start_run", task_id=MINI)
             assert first["run_id"] == again["run_id"] == "bench-1"
