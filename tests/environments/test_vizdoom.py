@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,17 +36,61 @@ def test_each_action_value_is_described_by_the_buttons_it_holds() -> None:
     assert spec.max_steps == 75
 
 
-def test_a_doom_episode_writes_no_settings_file_where_the_host_runs(tmp_path: Path) -> None:
+def test_a_doom_episode_leaves_nothing_where_the_host_runs(tmp_path: Path) -> None:
     # The engine writes its settings when it stops, at the latest when the process ends
-    # (reused engines stay up until then): play one in a process of its own.
+    # (reused engines stay up until then), and makes a `_vizdoom/` folder where it
+    # starts: play an episode and its replay in a process of its own.
     play = (
         "from evopolicy_mcp.adapters.protocol import load_adapter\n"
         "e = load_adapter('vizdoom').make_episode("
         "{'env_id': 'VizdoomBasic-v1', 'kwargs': {'frame_skip': 4}}, 3)\n"
-        "e.reset(); e.step(1); e.close()\n"
+        "e.reset(); e.step(1); assert e.artifacts(); e.close()\n"
     )
     subprocess.run([sys.executable, "-c", play], cwd=tmp_path, check=True, timeout=120)
-    assert not (tmp_path / "_vizdoom.ini").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _engines() -> set[int]:
+    """Live Doom engine processes started from this interpreter's packages."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                argv0 = Path(entry.path, "cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if argv0.endswith(b"/vizdoom/vizdoom") and argv0.startswith(sys.prefix.encode()):
+                found.add(int(entry.name))
+    return found
+
+
+def test_doom_episodes_on_worker_processes_leave_nothing_behind(tmp_path: Path) -> None:
+    # Worker processes run in "/": an engine started there made "/_vizdoom/"; and the
+    # engines of a worker's reused environments outlived the command (orphans holding
+    # its stderr, so a caller reading it never saw its end).
+    before, engines = os.path.lexists("/_vizdoom"), _engines()
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "evopolicy_mcp", "evaluate", "--task", "vizdoom/basic"]
+            + ["--episodes", "2", "--executor", "process", "--workers", "1", "--json"],
+            cwd=tmp_path,
+            check=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(1)
+        left = _engines() - engines
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        assert not left, f"Doom engines outlived the command: {sorted(left)}"
+        if not before:
+            assert not os.path.lexists("/_vizdoom")
+    finally:
+        for pid in _engines() - engines:
+            os.kill(pid, signal.SIGKILL)
+        if not before and os.path.isdir("/_vizdoom"):
+            os.rmdir("/_vizdoom")
 
 
 @pytest.mark.parametrize(("name", "end"), [("Basic", "timeout"), ("TakeCover", "died")])
