@@ -19,10 +19,12 @@ out of memory) is a host fault: its episode runs again on a new worker.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,9 @@ class _Worker(Remote):
 
     def __init__(self, python: str, isolation: Isolation, cpu: int) -> None:
         host_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # A folder of its own to run in: simulators that write where they run (ViZDoom's
+        # engine makes `./_vizdoom/`) write there, and it goes with the worker.
+        self.home = tempfile.mkdtemp(prefix="evopolicy-worker-")
         package_parent = str(Path(__file__).resolve().parents[2])
         bootstrap = (
             f"import sys; sys.path.insert(0, {package_parent!r}); "
@@ -103,8 +108,11 @@ class _Worker(Remote):
                 pass_fds=(worker_end.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,  # stdout may be the MCP wire
-                cwd="/",
+                cwd=self.home,
                 env={**os.environ, **ONE_CORE},
+                # Its own process group: what its simulators start (a Doom engine per
+                # reused environment) is ended with it, whatever way it ended.
+                start_new_session=True,
             )
         finally:
             worker_end.close()
@@ -153,6 +161,11 @@ class _Worker(Remote):
         except subprocess.TimeoutExpired:
             self.proc.kill()  # its template cleans up after it (parent-death signal)
             self.proc.wait()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # engines its environments started
+        except (ProcessLookupError, PermissionError):
+            pass
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 def _local_program(description: dict[str, Any], _blobs: list[bytes]) -> Program:
