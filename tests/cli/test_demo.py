@@ -5,12 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 
 def test_the_demo_plays_a_full_run_and_prints_the_operator_report(tmp_path: Path) -> None:
-    started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "evopolicy_mcp", "demo", "--data-dir", str(tmp_path / "records")],
         capture_output=True,
@@ -18,7 +16,6 @@ def test_the_demo_plays_a_full_run_and_prints_the_operator_report(tmp_path: Path
         timeout=120,
         env=dict(os.environ),
     )
-    seconds = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for step in (
@@ -41,5 +38,4 @@ def test_the_demo_plays_a_full_run_and_prints_the_operator_report(tmp_path: Path
         "gap: public",
     ):
         assert line in operator_part, line
-    assert seconds < 60, f"the demo took {seconds:.1f} s"
     assert (tmp_path / "records").is_dir()  # a given data dir is kept
