@@ -41,7 +41,8 @@ def _parent(pid: int | str) -> int:
 def _workers(ancestor: int, marker: bytes | None = None) -> dict[int, tuple[int, bytes]]:
     """Worker processes of process executors now running whose parent is ``ancestor``'s
     child (its server), or whose parent's argv holds ``marker`` (a judging process's
-    data directory): pid -> (parent, parent's argv). Other tests on the machine have
+    data directory): pid -> (parent, parent's argv). Forks of a worker (its template)
+    carry the worker's argv and are not workers. Other tests on the machine have
     workers of their own."""
     found = {}
     for entry in os.scandir("/proc"):
@@ -52,6 +53,8 @@ def _workers(ancestor: int, marker: bytes | None = None) -> dict[int, tuple[int,
                 continue
             parent = _parent(entry.name)
             argv = Path(f"/proc/{parent}/cmdline").read_bytes()
+            if WORKER in argv:
+                continue  # a worker's fork (its policy template) keeps the worker's argv
             if _parent(parent) == ancestor or (marker is not None and marker in argv):
                 found[int(entry.name)] = (parent, argv)
         except (OSError, ValueError):
