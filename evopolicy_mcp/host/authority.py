@@ -21,11 +21,8 @@ Invariants enforced here (the budget arithmetic itself is in the store):
   A server shared by several agents binds each client to its run and its
   program folder (:mod:`evopolicy_mcp.host.bindings`): any other run does not
   exist for it, and a client without a binding reaches none.
-- Finalize orders its work: validation starts only once every admitted training
-  submission of the run has finished and its feedback is committed (or it was
-  refunded). No policy code of the run's training split runs while or after
-  hidden episodes run, so nothing a hidden episode left behind can reach the
-  agent through a training submission's feedback.
+- Finalize and judging: :mod:`evopolicy_mcp.host.closing`; what an agent may list
+  and read of tasks: :mod:`evopolicy_mcp.host.catalog`.
 """
 
 from __future__ import annotations
@@ -38,65 +35,53 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from evopolicy_mcp.adapters.protocol import EnvSpec, load_adapter
+from evopolicy_mcp.adapters.protocol import EnvSpec
 from evopolicy_mcp.evaluation import seeds
 from evopolicy_mcp.evaluation.executor import ThreadExecutor
 from evopolicy_mcp.evaluation.executors import make_executor
 from evopolicy_mcp.evaluation.plan import Executor
 from evopolicy_mcp.host.admission import (
-    candidate_rejection,
     capture_program,
     check_budget,
-    check_candidates,
     check_open,
     rejection,
 )
 from evopolicy_mcp.host.bindings import RUN_NAME, Binding, Bindings, check_binding
+from evopolicy_mcp.host.catalog import Catalog
+from evopolicy_mcp.host.closing import POLL_SECONDS, Closing
 from evopolicy_mcp.host.errors import ERROR_CODES, HostError
 from evopolicy_mcp.host.feedback_pages import submission_view
-from evopolicy_mcp.host.judge import judge
 from evopolicy_mcp.host.program_root import ProgramRoot
 from evopolicy_mcp.host.public import (
-    FINALIZE_MESSAGE,
     remaining,
     run_info,
     run_state,
     run_status,
     submission_status,
-    task_info,
-    task_list,
-    task_spec,
 )
 from evopolicy_mcp.host.reports import build_report, build_rows, reproducibility
 from evopolicy_mcp.host.selectors import SelectorError, parse_selector
 from evopolicy_mcp.host.views import (
-    FinalizeAck,
     Remaining,
     RunInfo,
     RunReport,
     RunRow,
     RunStatus,
     SubmissionView,
-    TaskInfo,
-    TaskList,
-    TaskSpec,
 )
 from evopolicy_mcp.host.workers import Workers
 from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.runner.template import Runner
 from evopolicy_mcp.store.database import PENDING, Rejected, Store
 from evopolicy_mcp.store.records import RunRecord, SubmissionRecord
-from evopolicy_mcp.tasks.model import Task, load_catalog, task_dirs, unavailable, unknown_task
+from evopolicy_mcp.tasks.model import Task, load_catalog, task_dirs
 
 __all__ = ["ERROR_CODES", "Host", "HostError", "RUN_NAME"]
 
 log = logging.getLogger(__name__)
 
-_FINALIZE_ATTEMPTS = 3
-_POLL_SECONDS = 0.5  # waits re-read the records this often (another process may write them)
 
-
-class Host:
+class Host(Catalog, Closing):
     """The authority over the runs in one data directory. Thread-safe.
 
     ::
@@ -230,86 +215,6 @@ class Host:
         if self.bindings is not None:
             return self.bindings.get(client)
         return None if self.bind is None else Binding(*self.bind)
-
-    def list_tasks(self, family: str | None = None, *, client: str | None = None) -> list[TaskInfo]:
-        return [task_info(t) for t in self._listed(family, client)]
-
-    def task_list(
-        self,
-        family: str | None = None,
-        *,
-        offset: int = 0,
-        max_chars: int | None = None,
-        client: str | None = None,
-    ) -> TaskList:
-        """``list_tasks`` for an agent: a line per family, then the tasks in pages."""
-        return task_list(
-            self._listed(family, client), self._families, offset=offset, max_chars=max_chars
-        )
-
-    def _listed(self, family: str | None, client: str | None) -> list[Task]:
-        tasks = list(self.tasks.values())
-        bound = self._binding(client)
-        if bound is not None:
-            tasks = [t for t in tasks if t.id == bound.task]
-        if family is not None:
-            tasks = [t for t in tasks if t.family == family]
-            if not tasks:
-                known = ", ".join(sorted({t.family for t in self.tasks.values()})) or "none"
-                raise HostError(
-                    "unknown_task", f"no tasks in family {family[:60]!r}; families: {known}"
-                )
-        return tasks
-
-    def task_info(self, task_id: str, *, client: str | None = None) -> TaskInfo:
-        return task_info(self._task(task_id, client))
-
-    def describe_task(
-        self,
-        task_id: str,
-        *,
-        page: int = 1,
-        max_chars: int | None = None,
-        client: str | None = None,
-    ) -> TaskSpec:
-        """The task's public spec: whole, or with ``max_chars`` page ``page`` of it."""
-        task = self._task(task_id, client)
-        return task_spec(task, self._spec(task), page=page, max_chars=max_chars)
-
-    def _task(self, task_id: str, client: str | None = None) -> Task:
-        bound = self._binding(client)
-        if bound is not None and task_id != bound.task:
-            raise HostError(
-                "unknown_task", f"this server serves only task {bound.task!r}; use that id"
-            )
-        task = self.tasks.get(task_id)
-        if task is None:
-            raise HostError("unknown_task", unknown_task(task_id, self.tasks) + " (see list_tasks)")
-        return task
-
-    def _spec(self, task: Task) -> EnvSpec:
-        if task.id not in self._specs:
-            self._check_available(task)
-            try:
-                self._specs[task.id] = load_adapter(task.adapter).spec(task.parameters)
-            except Exception as exc:  # AdapterError, or a broken plugin
-                log.error("task %s: adapter %s unavailable: %s", task.id, task.adapter, exc)
-                raise HostError(
-                    "task_unavailable",
-                    f"the environment of task {task.id!r} ({task.adapter}) cannot be loaded "
-                    "on this server; choose another task and tell the operator",
-                ) from None
-        return self._specs[task.id]
-
-    @staticmethod
-    def _check_available(task: Task) -> None:
-        missing = unavailable(task)
-        if missing is not None:
-            raise HostError(
-                "task_unavailable",
-                f"{missing}. Choose another task (list_tasks shows available = true) or ask "
-                "the operator to install it",
-            )
 
     # ------------------------------------------------------------ runs
 
@@ -561,7 +466,7 @@ class Host:
             sub = self.store.get_submission(run.id, submission_id)
             return sub is None or sub.state not in PENDING
 
-        self.work.wait_until(settled, timeout, _POLL_SECONDS)
+        self.work.wait_until(settled, timeout, POLL_SECONDS)
         return self.feedback(run_id, submission_id, max_chars=max_chars, client=client)
 
     def feedback(
@@ -611,118 +516,6 @@ class Host:
     def _redact(self, text: str | None) -> str | None:
         """Hide the records' location in what a policy printed (it can see its own path)."""
         return text.replace(str(self.data_dir), "<records>") if text else text
-
-    # ------------------------------------------------------------ finalize
-
-    def finalize(
-        self, run_id: str, candidates: list[str], *, client: str | None = None
-    ) -> FinalizeAck:
-        """Close the run and hand over ``candidates``; rejected requests leave it open.
-
-        Judging then runs to its end whoever stays connected: in a background
-        thread of this host, or, with ``hand_off``, in a process of its own that
-        outlives this one (the ``evopolicy-mcp judge`` command), which claims the
-        run. Either waits for the run's pending training submissions first."""
-        run = self._run(run_id, client)
-        task = self._run_task(run)
-        check_candidates(run, task, candidates)
-        try:
-            self.store.begin_finalize(run.id, list(candidates), own=self.hand_off is None)
-        except Rejected as rejected:
-            raise candidate_rejection(run, rejected) from None
-        if self.hand_off is None:
-            self._start_finalize(run.id)
-        else:
-            self._hand_off(run.id)
-        return FinalizeAck(
-            run_id=run.id, candidates=list(candidates), state="finalizing", message=FINALIZE_MESSAGE
-        )
-
-    def _hand_off(self, run_id: str) -> None:
-        """Start the judging elsewhere; if that fails, claim the run and judge it here."""
-        assert self.hand_off is not None
-        try:
-            self.hand_off(run_id)
-            return
-        except Exception as exc:
-            log.error("judging %s elsewhere failed (%r); judging it here", run_id, exc)
-        for run in self.store.claim_orphans(run_id)[1]:
-            self._start_finalize(run.id)
-
-    def _start_finalize(self, run_id: str) -> None:
-        self.work.spawn(lambda: self._finalize_job(run_id), "evopolicy-finalize")
-
-    def _pending(self, run_id: str) -> bool:
-        return any(s.state in PENDING for s in self.store.list_submissions(run_id))
-
-    def _await_training(self, run_id: str) -> bool:
-        """Wait until no training submission of the run is pending, evaluating those a
-        dead host left; False if this host is stopping first."""
-        while self._pending(run_id):
-            if self._stopping():
-                return False
-            for sub in self.store.claim_orphans(run_id, runs=False)[0]:
-                self.work.schedule(sub, None)
-            self.work.wait_until(lambda: not self._pending(run_id), 5.0, _POLL_SECONDS)
-        return not self._stopping()
-
-    def _finalize_job(self, run_id: str) -> None:
-        """Validation of every candidate, selection, assessment; resumable at any point."""
-        for attempt in range(1, _FINALIZE_ATTEMPTS + 1):
-            if self._stopping():
-                return
-            try:
-                self._validate_and_assess(run_id)
-                return
-            except Exception as exc:
-                if self._stopping():
-                    return
-                log.error("finalize of %s, attempt %d: %r", run_id, attempt, exc)
-                try:
-                    self.store.set_run_error(run_id, f"attempt {attempt}: {exc!r}")
-                except Exception:
-                    return
-                time.sleep(min(2.0, 0.2 * attempt))
-
-    def _validate_and_assess(self, run_id: str) -> None:
-        run = self.store.get_run(run_id)
-        if run is None:
-            return
-        task = self._run_task(run)
-        if not self._await_training(run_id):
-            return
-        assert self.executor is not None
-        judge(self.store, run, task, executor=self.executor)
-        if self._work is not None:
-            self._work.notify()
-
-    def wait_final(self, run_id: str, timeout: float) -> RunStatus:
-        """Block until validation and assessment are done (operator and demo use)."""
-        run = self._operator_run(run_id)
-
-        def settled() -> bool:
-            current = self.store.get_run(run.id)
-            return current is None or current.state != "finalizing"
-
-        self.work.wait_until(settled, timeout, _POLL_SECONDS)
-        return self.run_status(run_id, client=run.client)
-
-    def finish(self, run_id: str, timeout: float) -> RunStatus:
-        """Finish a finalizing run whoever started it (operator use): claim what no live
-        host holds (its pending submissions, its judging), then wait for the end, taking
-        over again whenever the host judging it dies."""
-        run = self._operator_run(run_id)
-        deadline = time.monotonic() + max(0.0, timeout)
-        while True:
-            subs, runs = self.store.claim_orphans(run.id)
-            for sub in subs:
-                self.work.schedule(sub, None)
-            for claimed in runs:
-                self._start_finalize(claimed.id)
-            left = deadline - time.monotonic()
-            status = self.wait_final(run.id, min(left, 5.0))
-            if status.state != "finalizing" or left <= 5.0 or self._stopping():
-                return status
 
     # ------------------------------------------------------------ operator
 
