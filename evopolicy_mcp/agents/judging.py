@@ -52,6 +52,7 @@ def open_host(
         resume=resume,
         trace_all=opts.trace_all,
         trace_steps=opts.trace_steps,
+        finish=opts.finish,
     )
 
 

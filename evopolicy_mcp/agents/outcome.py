@@ -46,6 +46,7 @@ class AgentOptions:
     ray_address: str | None = None
     trace_all: bool = False  # dataset-building runs: every training episode traced
     trace_steps: int | None = None
+    finish: str | None = None  # the run's finish rule over its task's: early or exhaust
     confine: str = "default"  # the agent's sandbox: default, strict or off
 
 

@@ -115,6 +115,7 @@ class SweepConfig:
     ray_address: str | None = None
     trace_all: bool = False
     trace_steps: int | None = None
+    finish: str | None = None
     tasks_dirs: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
     confine: str = "default"  # every agent's sandbox: default, strict or off
@@ -193,6 +194,7 @@ def _options(config: SweepConfig, cell: Cell, data_dir: Path, run_id: str) -> Ag
         ray_address=config.ray_address,
         trace_all=config.trace_all,
         trace_steps=config.trace_steps,
+        finish=config.finish,
         confine=config.confine,
     )
 

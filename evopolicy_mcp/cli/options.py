@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["WORKERS_HELP", "add_run_arguments", "positive_int", "run_options"]
+__all__ = [
+    "WORKERS_HELP",
+    "add_run_arguments",
+    "finish_argument",
+    "positive_int",
+    "run_options",
+]
 
 WORKERS_HELP = (
     "thread executor: episodes at once (default: one per CPU but the first, at least two "
@@ -37,6 +43,18 @@ def add_run_arguments(parser: argparse.ArgumentParser, what: str = "run policies
         choices=("default", "strict"),
         default="default",
         help=f"strict: refuse to {what} if any sandbox layer is missing (see `doctor`)",
+    )
+
+
+def finish_argument(parser: argparse.ArgumentParser) -> None:
+    """``--finish``: the finish rule of the runs a command creates, over their tasks'."""
+    parser.add_argument(
+        "--finish",
+        choices=("early", "exhaust"),
+        default=None,
+        help="early: the budget is a maximum, an agent may finalize whenever; exhaust: "
+        "finalize is refused while episodes remain (agents compared at equal spend). "
+        "Default: the task's rule (early unless its file says otherwise)",
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from evopolicy_mcp.evaluation import snapshot
 from evopolicy_mcp.host.errors import HostError
 from evopolicy_mcp.host.program_root import ProgramRoot
-from evopolicy_mcp.store.database import Rejected
+from evopolicy_mcp.store.database import Rejected, stranding
 from evopolicy_mcp.store.records import RunRecord
 from evopolicy_mcp.tasks.model import Task
 
@@ -61,6 +61,12 @@ def rejection(rejected: Rejected, task: Task) -> HostError:
             f"{info.get('remaining')} of the run's {b.episodes} remain; select at most "
             f"{info.get('remaining')} indices, or finalize"
         ),
+        "would_strand_budget": (
+            f"this run must spend all {b.episodes} episodes (finish = exhaust): after this "
+            f"selector's {info.get('requested')} episodes, {info.get('left')} would remain for "
+            f"{info.get('submissions')} submission(s) of at most {b.per_submission}; select at "
+            f"least {info.get('least')} indices"
+        ),
     }
     return HostError(rejected.code, messages.get(rejected.code, rejected.code))
 
@@ -87,6 +93,10 @@ def check_budget(task: Task, used: int, count: int, requested: int) -> None:
         raise rejection(
             Rejected("over_budget", requested=requested, remaining=b.episodes - used), task
         )
+    if b.finish == "exhaust":
+        stranded = stranding(b.episodes, b.submissions, b.per_submission, used, count, requested)
+        if stranded is not None:
+            raise rejection(stranded, task)
 
 
 def capture_program(
@@ -146,6 +156,13 @@ def check_candidates(run: RunRecord, task: Task, candidates: list[str]) -> None:
 def candidate_rejection(run: RunRecord, rejected: Rejected) -> HostError:
     if rejected.code == "run_closed":
         return HostError("run_closed", f"run {run.id} is already finalized")
+    if rejected.code == "budget_left":
+        return HostError(
+            "budget_left",
+            f"this run must spend its whole budget before finalize (finish = exhaust): "
+            f"{rejected.info.get('left')} episodes remain; submit them, then finalize "
+            "(the run stays open)",
+        )
     cid, problem = rejected.info.get("submission_id"), rejected.info.get("problem")
     why = _CANDIDATE_PROBLEMS.get(str(problem), "cannot be a candidate")
     return HostError("bad_candidates", f"{cid!r} {why}; the run stays open")

@@ -116,6 +116,7 @@ class Host(Catalog, Closing):
         hand_off: Callable[[str], None] | None = None,
         trace_all: bool = False,
         trace_steps: int | None = None,
+        finish: str | None = None,
     ) -> None:
         catalog = load_catalog(tasks_dirs)
         self.tasks: dict[str, Task] = catalog.tasks
@@ -153,6 +154,8 @@ class Host(Catalog, Closing):
         # Dataset-building runs: every training episode traced (the runs this host creates).
         self.trace_all = trace_all
         self.trace_steps = trace_steps
+        # The finish rule of the runs this host creates, over their tasks' (None: the task's).
+        self.finish_rule = finish
         self.store = Store(Path(data_dir))
         self.data_dir = self.store.data_dir
         # Where program_dir may point (None: anywhere the caller can name).
@@ -274,6 +277,11 @@ class Host(Catalog, Closing):
         if self.trace_all or self.trace_steps is not None:
             task = task.with_tracing(every_episode=self.trace_all, steps=self.trace_steps)
             repro["tracing"] = {"episodes": task.trace_episodes, "steps": task.trace_steps}
+        if self.finish_rule is not None:
+            task = task.model_copy(
+                update={"budget": task.budget.model_copy(update={"finish": self.finish_rule})}
+            )
+        repro["finish"] = task.budget.finish
         secret = (
             seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed, "run")
         )
@@ -290,6 +298,7 @@ class Host(Catalog, Closing):
                 "submissions": b.submissions,
                 "per_submission": b.per_submission,
                 "pool": b.pool,
+                "finish": b.finish,
             },
             deadline=deadline,
             reproducibility=repro,

@@ -18,6 +18,8 @@ ERROR_CODES = frozenset(
         "out_of_pool",
         "over_budget",
         "over_cap",
+        "would_strand_budget",
+        "budget_left",
         "submission_limit",
         "run_closed",
         "time_up",

@@ -68,6 +68,7 @@ def budget_view(task: Task) -> BudgetView:
         pool=b.pool,
         wall_seconds=b.wall_seconds,
         validation_candidates=task.validation.candidates,
+        finish=b.finish,
     )
 
 
@@ -166,6 +167,13 @@ def rules(task: Task) -> list[str]:
             3,
             f"Wall time: submissions are accepted for {b.wall_seconds:g} s after start_run; "
             "finalize is accepted after that too.",
+        )
+    if b.finish == "exhaust":
+        out.append(
+            f"Spend the whole budget: finalize is refused while any of the {b.episodes} "
+            "episodes remain (unless the submissions or the wall time run out first), and "
+            "submit_policy refuses a selector that would leave more episodes than the "
+            "remaining submissions can spend."
         )
     return out
 

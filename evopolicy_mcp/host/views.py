@@ -65,6 +65,11 @@ class BudgetView(_View):
         default=None, description="wall-clock limit of a run from start_run, if any"
     )
     validation_candidates: int = Field(description="most candidates finalize accepts")
+    finish: Literal["early", "exhaust"] = Field(
+        default="early",
+        description="early: finalize whenever; exhaust: finalize only once every episode "
+        "of the budget is spent",
+    )
 
 
 class TaskInfo(_View):

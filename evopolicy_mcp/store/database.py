@@ -55,6 +55,7 @@ from evopolicy_mcp.store.records import (
     event_record,
     result_record,
     run_record,
+    stranding,
     submission_record,
     write_atomic,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "EventRecord",
     "Rejected",
+    "stranding",
     "ResultRecord",
     "RunRecord",
     "Store",
@@ -252,7 +254,7 @@ class Store:
         task_digest: str,
         task_json: str,
         secret: bytes,
-        budget: dict[str, int],
+        budget: dict[str, Any],
         deadline: float | None,
         reproducibility: dict[str, Any],
         client: str | None = None,
@@ -306,6 +308,20 @@ class Store:
         ).fetchone()
         return Usage(episodes=episodes, submissions=count)
 
+    @classmethod
+    def _unspent(cls, db: sqlite3.Connection, run: RunRecord, now: float) -> int:
+        """Episodes a ``finish = exhaust`` run must still spend before finalize: 0 when the
+        rule is ``early``, the budget is spent, or no submission or time is left to spend it."""
+        budget = run.budget
+        if budget.get("finish") != "exhaust":
+            return 0
+        if run.deadline is not None and now > run.deadline:
+            return 0
+        used = cls._usage(db, run.id)
+        if used.submissions >= budget["submissions"]:
+            return 0
+        return max(0, budget["episodes"] - used.episodes)
+
     # ------------------------------------------------------------ submissions
 
     def reserve(
@@ -343,6 +359,17 @@ class Store:
                     remaining=budget["episodes"] - used.episodes,
                     budget=budget["episodes"],
                 )
+            if budget.get("finish") == "exhaust":
+                stranded = stranding(
+                    budget["episodes"],
+                    budget["submissions"],
+                    budget["per_submission"],
+                    used.episodes,
+                    used.submissions,
+                    requested,
+                )
+                if stranded is not None:
+                    raise stranded
             ordinal = (
                 db.execute(
                     "SELECT COALESCE(MAX(ordinal), 0) FROM submissions WHERE run_id=?", (run_id,)
@@ -458,6 +485,9 @@ class Store:
                 raise Rejected("unknown_run", run_id=run_id)
             if row["state"] != "open":
                 raise Rejected("run_closed", state=row["state"])
+            left = self._unspent(db, run_record(row), time.time())
+            if left:
+                raise Rejected("budget_left", left=left)
             for cid in candidates:
                 sub = db.execute(
                     "SELECT state FROM submissions WHERE run_id=? AND id=?", (run_id, cid)

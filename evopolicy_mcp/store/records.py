@@ -28,6 +28,7 @@ __all__ = [
     "result_record",
     "run_record",
     "submission_record",
+    "stranding",
     "write_atomic",
 ]
 
@@ -114,6 +115,21 @@ class Rejected(Exception):
         self.info = info
 
 
+def stranding(
+    episodes: int, submissions: int, per_submission: int, used: int, count: int, requested: int
+) -> Rejected | None:
+    """Under ``finish = exhaust``: the refusal of a request that would leave more episodes
+    than the submissions after it can spend, or None. The store repeats it atomically."""
+    left = episodes - used - requested
+    subs_after = submissions - count - 1
+    if left <= subs_after * per_submission:
+        return None
+    least = episodes - used - subs_after * per_submission
+    return Rejected(
+        "would_strand_budget", requested=requested, left=left, submissions=subs_after, least=least
+    )
+
+
 @dataclass(frozen=True)
 class RunRecord:
     id: str
@@ -124,7 +140,7 @@ class RunRecord:
     state: str
     created: float
     deadline: float | None
-    budget: dict[str, int]
+    budget: dict[str, Any]
     candidates: list[str] | None
     selected: str | None
     selection_reason: str | None

@@ -92,6 +92,11 @@ class Budget(_Strict):
     wall_seconds: float | None = Field(
         default=None, gt=0, description="optional wall-clock limit of a run"
     )
+    finish: Literal["early", "exhaust"] = Field(
+        default="early",
+        description="early: the budget is a maximum, finalize whenever; exhaust: finalize "
+        "only once every episode is spent (agents compared at equal spend)",
+    )
 
 
 class Validation(_Strict):

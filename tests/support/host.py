@@ -74,6 +74,7 @@ def write_task(
     wall_seconds: float | None = None,
     direction: str = "maximize",
     env_id: str = "CartPole-v1",
+    finish: str = "early",
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     wall = f"wall_seconds = {wall_seconds}\n" if wall_seconds is not None else ""
@@ -100,6 +101,7 @@ episodes = {episodes}
 submissions = {submissions}
 per_submission = {per_submission}
 pool = {pool}
+finish = "{finish}"
 {wall}
 [validation]
 episodes = {validation}
