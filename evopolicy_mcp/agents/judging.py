@@ -53,6 +53,7 @@ def open_host(
         trace_all=opts.trace_all,
         trace_steps=opts.trace_steps,
         finish=opts.finish,
+        storage_mb=opts.storage_mb,
     )
 
 

@@ -47,6 +47,7 @@ class AgentOptions:
     trace_all: bool = False  # dataset-building runs: every training episode traced
     trace_steps: int | None = None
     finish: str | None = None  # the run's finish rule over its task's: early or exhaust
+    storage_mb: float | None = None  # the run's cap of bulky feedback over its task's
     confine: str = "default"  # the agent's sandbox: default, strict or off
 
 

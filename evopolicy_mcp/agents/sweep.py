@@ -116,6 +116,7 @@ class SweepConfig:
     trace_all: bool = False
     trace_steps: int | None = None
     finish: str | None = None
+    storage_mb: float | None = None
     tasks_dirs: tuple[str, ...] = ()
     pass_env: tuple[str, ...] = ()
     confine: str = "default"  # every agent's sandbox: default, strict or off
@@ -195,6 +196,7 @@ def _options(config: SweepConfig, cell: Cell, data_dir: Path, run_id: str) -> Ag
         trace_all=config.trace_all,
         trace_steps=config.trace_steps,
         finish=config.finish,
+        storage_mb=config.storage_mb,
         confine=config.confine,
     )
 

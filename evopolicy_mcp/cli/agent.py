@@ -16,7 +16,7 @@ from evopolicy_mcp.agents.launch import (
     AgentOutcome,
     run_agent,
 )
-from evopolicy_mcp.cli.options import add_run_arguments, finish_argument, positive_int
+from evopolicy_mcp.cli.options import add_run_arguments, positive_int, run_rule_arguments
 from evopolicy_mcp.store.database import StoreError, default_data_dir
 from evopolicy_mcp.tasks.model import TaskError
 
@@ -76,7 +76,7 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     _confine_arguments(run)
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     _tracing(run)
-    finish_argument(run)
+    run_rule_arguments(run)
     _common(run)
     add_sweep_arguments(sub)
 
@@ -140,7 +140,7 @@ def add_sweep_arguments(sub: argparse._SubParsersAction) -> None:
     _confine_arguments(sweep)
     sweep.add_argument("--json", action="store_true", help="print the results as JSON")
     _tracing(sweep)
-    finish_argument(sweep)
+    run_rule_arguments(sweep)
     _common(sweep)
 
 
@@ -218,6 +218,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 trace_all=args.trace_all,
                 trace_steps=args.trace_steps,
                 finish=args.finish,
+                storage_mb=args.storage_mb,
                 tasks_dirs=tuple(str(Path(d).resolve()) for d in args.tasks_dir),
                 pass_env=tuple(args.pass_env),
                 confine=args.confine,
@@ -303,6 +304,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         trace_all=args.trace_all,
         trace_steps=args.trace_steps,
         finish=args.finish,
+        storage_mb=args.storage_mb,
         confine=args.confine,
     )
     try:

@@ -102,7 +102,7 @@ def cmd_runs(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(f"no runs in {data_dir}; `evopolicy-mcp serve` starts them", file=out)
         return 0
     header = ["run", "task", "state", "subs", "best public", "selected", "validation",
-              "assessment", "agent", "created"]  # fmt: skip
+              "assessment", "agent", "stored", "created"]  # fmt: skip
     body = [
         [
             r.run_id,
@@ -114,12 +114,21 @@ def cmd_runs(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             _num(r.validation_score),
             _num(r.assessment_score),
             AGENT_COLUMN[r.confinement],
+            _bytes(r.stored_bytes),
             _when(r.created),
         ]
         for r in rows
     ]
     print(text_table(header, body), file=out)
     return 0
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n:.1f} GiB"
 
 
 def cmd_report(
@@ -150,7 +159,10 @@ def format_report(r: RunReport) -> str:
         f"created {_when(r.created)}; finalized {_when(r.finalized)}",
         f"budget: {r.episodes_used}/{b.episodes} episodes, {r.submissions_used}/{b.submissions} "
         f"submissions, <= {b.per_submission} per submission, pool {b.pool}"
-        + (f", {b.wall_seconds:g} s wall time" if b.wall_seconds else ""),
+        + (f", {b.wall_seconds:g} s wall time" if b.wall_seconds else "")
+        + (", finish: exhaust (the whole budget is spent)" if b.finish == "exhaust" else ""),
+        f"stored: {_bytes(r.stored_bytes)} (traces and episode files beyond "
+        f"{r.reproducibility.get('storage_mb', '?')} MiB are evicted, oldest submissions first)",
         f"score: {r.direction}",
         "",
         "submissions:",

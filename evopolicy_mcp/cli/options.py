@@ -7,7 +7,7 @@ import argparse
 __all__ = [
     "WORKERS_HELP",
     "add_run_arguments",
-    "finish_argument",
+    "run_rule_arguments",
     "positive_int",
     "run_options",
 ]
@@ -46,8 +46,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, what: str = "run policies
     )
 
 
-def finish_argument(parser: argparse.ArgumentParser) -> None:
-    """``--finish``: the finish rule of the runs a command creates, over their tasks'."""
+def run_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--finish`` and ``--storage-mb``: rules of the runs a command creates, over their
+    tasks'."""
     parser.add_argument(
         "--finish",
         choices=("early", "exhaust"),
@@ -56,6 +57,24 @@ def finish_argument(parser: argparse.ArgumentParser) -> None:
         "finalize is refused while episodes remain (agents compared at equal spend). "
         "Default: the task's rule (early unless its file says otherwise)",
     )
+    parser.add_argument(
+        "--storage-mb",
+        type=positive_float,
+        default=None,
+        metavar="MIB",
+        help="most MiB of step traces and episode files each run keeps; past it the oldest "
+        "submissions' are evicted, never the newest's (default: the task's, 256)",
+    )
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number above 0")
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 
 from evopolicy_mcp.cli.judge import detached_judge
-from evopolicy_mcp.cli.options import add_run_arguments, finish_argument
+from evopolicy_mcp.cli.options import add_run_arguments, run_rule_arguments
 from evopolicy_mcp.host.authority import Host
 from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.server.app import build_server
@@ -62,7 +62,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="submit_policy's program_dir must lie in this folder (default: the working "
         "directory the server starts in)",
     )
-    finish_argument(parser)
+    run_rule_arguments(parser)
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
@@ -128,6 +128,7 @@ def _host_factory(args: argparse.Namespace) -> Callable[[], Host]:
             ray_address=args.ray_address,
             seed=args.seed,
             finish=args.finish,
+            storage_mb=args.storage_mb,
             bind=bind,
             bound_clients=shared,
             max_runs=args.max_runs

@@ -53,6 +53,7 @@ from evopolicy_mcp.host.errors import ERROR_CODES, HostError
 from evopolicy_mcp.host.feedback_pages import submission_view
 from evopolicy_mcp.host.program_root import ProgramRoot
 from evopolicy_mcp.host.public import (
+    evicted_note,
     remaining,
     run_info,
     run_state,
@@ -72,6 +73,7 @@ from evopolicy_mcp.host.views import (
 from evopolicy_mcp.host.workers import Workers
 from evopolicy_mcp.kernel.sandbox import Isolation
 from evopolicy_mcp.runner.template import Runner
+from evopolicy_mcp.store import eviction
 from evopolicy_mcp.store.database import PENDING, Rejected, Store
 from evopolicy_mcp.store.records import RunRecord, SubmissionRecord
 from evopolicy_mcp.tasks.model import Task, load_catalog, task_dirs
@@ -117,6 +119,7 @@ class Host(Catalog, Closing):
         trace_all: bool = False,
         trace_steps: int | None = None,
         finish: str | None = None,
+        storage_mb: float | None = None,
     ) -> None:
         catalog = load_catalog(tasks_dirs)
         self.tasks: dict[str, Task] = catalog.tasks
@@ -156,6 +159,8 @@ class Host(Catalog, Closing):
         self.trace_steps = trace_steps
         # The finish rule of the runs this host creates, over their tasks' (None: the task's).
         self.finish_rule = finish
+        # The cap of each new run's bulky feedback, over its task's (None: the task's).
+        self.storage_mb = storage_mb
         self.store = Store(Path(data_dir))
         self.data_dir = self.store.data_dir
         # Where program_dir may point (None: anywhere the caller can name).
@@ -282,6 +287,9 @@ class Host(Catalog, Closing):
                 update={"budget": task.budget.model_copy(update={"finish": self.finish_rule})}
             )
         repro["finish"] = task.budget.finish
+        if self.storage_mb is not None:
+            task = task.model_copy(update={"storage_mb": self.storage_mb})
+        repro["storage_mb"] = task.storage_mb
         secret = (
             seeds.new_secret() if self.seed is None else seeds.secret_from_seed(self.seed, "run")
         )
@@ -455,6 +463,13 @@ class Host(Catalog, Closing):
         except ValueError:
             raise missing from None
         if data is None:
+            gone = eviction.evicted(self.store, run_id, submission_id)
+            if gone is not None and f"episode-{episode}/{name}" in gone.files:
+                raise HostError(
+                    "unknown_artifact",
+                    f"{name!r} of submission {submission_id} was evicted: "
+                    + evicted_note(gone, self._run_task(self._run(run_id, client))),
+                )
             raise missing
         return data
 
@@ -503,7 +518,7 @@ class Host(Catalog, Closing):
         key = (run.id, sub.id)
         fb = self.work.feedback(key) if status == "complete" else None
         partial = self.work.partial(key) if status == "running" else []
-        return submission_view(
+        view = submission_view(
             run_id=run.id,
             submission_id=sub.id,
             status=status,
@@ -521,6 +536,10 @@ class Host(Catalog, Closing):
             redact=self._redact,
             max_chars=max_chars,
         )
+        gone = eviction.evicted(self.store, run.id, sub.id)
+        if gone is None:
+            return view
+        return view.model_copy(update={"evicted": evicted_note(gone, task)})
 
     def _redact(self, text: str | None) -> str | None:
         """Hide the records' location in what a policy printed (it can see its own path)."""

@@ -32,10 +32,12 @@ from evopolicy_mcp.host.views import (
     TaskList,
     TaskSpec,
 )
+from evopolicy_mcp.store.eviction import Evicted
 from evopolicy_mcp.store.records import SubmissionRecord
 from evopolicy_mcp.tasks.model import FamilyInfo, Task, unavailable
 
 __all__ = [
+    "evicted_note",
     "BASELINE_MAX_BYTES",
     "FINALIZE_MESSAGE",
     "baseline_files",
@@ -388,3 +390,17 @@ def run_status(
         )
 
     return largest_fit(build, len(briefs), max_chars, least=min(1, len(briefs)))
+
+
+def evicted_note(gone: Evicted, task: Task) -> str:
+    """The agent's sentence for a submission whose bulky feedback was evicted."""
+    what = []
+    if gone.traces:
+        what.append(f"{gone.traces} step trace(s)")
+    if gone.files:
+        what.append(f"{len(gone.files)} episode file(s)")
+    return (
+        f"{' and '.join(what) or 'its bulky feedback'} were evicted to keep this run within "
+        f"its {task.storage_mb:g} MiB of stored traces and files (older submissions go first; "
+        "scores and episode summaries stay); submit again on the same indices to see them"
+    )

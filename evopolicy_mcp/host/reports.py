@@ -27,6 +27,7 @@ from evopolicy_mcp.host.views import (
     SubmissionDetail,
 )
 from evopolicy_mcp.store.database import Store
+from evopolicy_mcp.store.eviction import stored_bytes
 from evopolicy_mcp.store.records import EventRecord, ResultRecord, RunRecord, SubmissionRecord
 from evopolicy_mcp.tasks.model import Task
 
@@ -173,6 +174,7 @@ def build_rows(store: Store) -> list[RunRow]:
                 assessment_score=assessment.score if assessment else None,
                 created=run.created,
                 confinement=confinement_of(run, store.events(run.id)),
+                stored_bytes=stored_bytes(store, run.id),
             )
         )
     return rows
@@ -263,6 +265,7 @@ def build_report(store: Store, run_id: str) -> RunReport | None:
         gap=gap,
         error=run.error if run.state != "finalized" else None,
         reproducibility=repro,
+        stored_bytes=stored_bytes(store, run.id),
         agent=agent_of(store, run.id),
         events=[
             EventView(

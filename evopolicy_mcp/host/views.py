@@ -218,6 +218,11 @@ class SubmissionView(_View):
     traces: list[Trace] = Field(
         default_factory=list, description="step traces of the episodes on this page that have one"
     )
+    evicted: str | None = Field(
+        default=None,
+        description="set when this submission's step traces and episode files were evicted "
+        "to keep the run within its storage cap",
+    )
 
 
 class EvaluationView(_View):
@@ -290,6 +295,7 @@ class RunRow(BaseModel):
     confinement: Confinement = Field(
         default="unknown", description="how `agent run` confined the agent (unknown: not)"
     )
+    stored_bytes: int = Field(default=0, description="bytes the run holds in the records")
 
 
 class SubmissionDetail(BaseModel):
@@ -356,6 +362,7 @@ class RunReport(BaseModel):
     gap: ScoreGap | None
     error: str | None = Field(default=None, description="last host fault during finalize, if any")
     reproducibility: dict[str, Any]
+    stored_bytes: int = Field(default=0, description="bytes the run holds in the records")
     events: list[EventView]
     agent: dict[str, Any] | None = Field(
         default=None,

@@ -31,6 +31,7 @@ from evopolicy_mcp.evaluation import snapshot
 from evopolicy_mcp.evaluation.episodes import EvaluationAborted
 from evopolicy_mcp.evaluation.feedback import EpisodeSummary, Feedback
 from evopolicy_mcp.evaluation.plan import Executor
+from evopolicy_mcp.store import eviction
 from evopolicy_mcp.store.database import PENDING, Store
 from evopolicy_mcp.store.records import RunRecord, SubmissionRecord
 from evopolicy_mcp.tasks.model import Task
@@ -118,6 +119,7 @@ class Workers:
         self._live: dict[Key, _Live] = {}
         self._feedback: dict[Key, Feedback] = {}
         self._queue = FairQueue()
+        self._evicting = threading.Lock()  # one eviction at a time: each reads what the last left
         self._threads: list[threading.Thread] = []
         for _ in range(max(1, concurrency)):
             self.spawn(self._loop, "evopolicy-submissions")
@@ -251,6 +253,19 @@ class Workers:
         if committed:
             with self.cond:
                 self._feedback[(run_id, sub_id)] = fb
+            self._evict(run_id, task)
+
+    def _evict(self, run_id: str, task: Task) -> None:
+        """Keep the run's bulky feedback within its cap (see :mod:`~evopolicy_mcp.store.eviction`)."""
+        try:
+            with self._evicting:
+                gone = eviction.evict(self.store, run_id, int(task.storage_mb * 2**20))
+        except Exception:  # a full disk, say: the feedback is committed; try next time
+            log.exception("eviction in run %s failed", run_id)
+            return
+        with self.cond:
+            for item in gone:
+                self._feedback.pop((run_id, item.submission_id), None)
 
     def close(self, timeout: float) -> None:
         """Stop taking work and give running work up to ``timeout`` s to commit."""

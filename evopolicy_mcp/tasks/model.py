@@ -156,6 +156,12 @@ class Task(_Strict):
         default=2, ge=0, description="episodes per submission with a step trace"
     )
     trace_steps: int = Field(default=200, ge=0, description="steps kept per traced episode")
+    storage_mb: float = Field(
+        default=256,
+        gt=0,
+        description="most MiB of bulky feedback (step traces, replays, episode files) a run "
+        "keeps; past it the oldest submissions' are evicted, never the newest's",
+    )
 
     # Set by the loader, not by the file.
     source: Path | None = Field(default=None, exclude=True)

@@ -75,6 +75,7 @@ def write_task(
     direction: str = "maximize",
     env_id: str = "CartPole-v1",
     finish: str = "early",
+    extra: str = "",
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     wall = f"wall_seconds = {wall_seconds}\n" if wall_seconds is not None else ""
@@ -86,6 +87,7 @@ summary = "CartPole-v1 for host tests."
 description = "Balance the pole."
 adapter = "gymnasium"
 baseline = {json.dumps(str(BASELINE_DIR))}
+{extra}
 
 [parameters]
 env_id = "{env_id}"
