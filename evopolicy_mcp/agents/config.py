@@ -180,6 +180,13 @@ def add_agent_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", help="bind the server to one run of this task")
     parser.add_argument("--run", help="name of the bound run (default: TASK-run)")
     parser.add_argument("--data-dir", type=Path, default=None, help="records directory to use")
+    parser.add_argument(
+        "--skill",
+        type=Path,
+        metavar="DIR",
+        help="claude, codex: install the operator's skill under DIR (a project folder, or ~ "
+        "for every project) instead of printing a config; never for an agent under test",
+    )
 
 
 def cmd_agent_config(args: argparse.Namespace) -> int:
@@ -190,6 +197,18 @@ def cmd_agent_config(args: argparse.Namespace) -> int:
     if run is not None and task is None:
         print("evopolicy-mcp agent-config: --run needs --task", file=sys.stderr)
         return 2
+    skill_dir = getattr(args, "skill", None)
+    if skill_dir is not None:
+        from evopolicy_mcp.agents.skill import SKILL_HOMES, install_skill
+
+        if client not in SKILL_HOMES:
+            print(
+                f"evopolicy-mcp agent-config: --skill is for {' and '.join(SKILL_HOMES)}",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"installed the evopolicy-mcp skill in {install_skill(client, skill_dir)}")
+        return 0
     launch = local_launch(task=task, run=run, data_dir=Path(data_dir) if data_dir else None)
     sys.stdout.write(render(client, launch))
     print(f"# {client}: {WHERE[client]}", file=sys.stderr)
